@@ -1,0 +1,223 @@
+//! Launching a kernel under emulation: the grid's CTAs run on a few worker threads, and
+//! each CTA's threads run as host threads under the CTA's baton scheduler.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::cta::{Abort, Cta};
+use crate::memory::GlobalMemory;
+use crate::ops;
+use crate::report::{EmuError, ErrorKind};
+
+/// Shared-window address where dynamic shared memory starts: sm_90/sm_100 reserve the
+/// first 1 KiB of each CTA's shared window for the system, so a kernel without static
+/// shared variables sees `DYN_SMEM` at 0x400 (as measured on the H100).
+pub const DYNAMIC_SMEM_BASE: u32 = 0x400;
+/// Largest dynamic shared memory per CTA (H100 and B200: 227 KiB).
+pub const MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
+/// Largest CTA.
+pub const MAX_THREADS_PER_CTA: u32 = 1024;
+
+/// Grid, CTA shape and dynamic shared memory of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_smem: u32,
+}
+
+/// How the emulator runs a launch.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// CTAs run at the same time (each on its own set of host threads).
+    pub parallel_ctas: usize,
+    /// Host stack per emulated thread.
+    pub stack_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { parallel_ctas: std::thread::available_parallelism().map_or(1, |n| n.get()), stack_bytes: 2 << 20 }
+    }
+}
+
+/// What a launch executed.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub ctas: u64,
+    pub threads: u64,
+    /// Executed instructions by mnemonic (only those that reach the emulator: loads,
+    /// stores, synchronisation, async units, conversions; not plain integer arithmetic).
+    pub instructions: BTreeMap<&'static str, u64>,
+}
+
+/// Runs `kernel` once per thread of every CTA of `config`, with `global` as device memory.
+/// Returns the first rule violation, deadlock or panic, if any.
+pub fn launch<F: Fn() + Sync>(global: &GlobalMemory, config: LaunchConfig, kernel: F) -> Result<Stats, EmuError> {
+    launch_with(global, config, &Options::default(), kernel)
+}
+
+/// [`launch`] with explicit [`Options`].
+pub fn launch_with<F: Fn() + Sync>(
+    global: &GlobalMemory,
+    config: LaunchConfig,
+    options: &Options,
+    kernel: F,
+) -> Result<Stats, EmuError> {
+    let threads: u64 = config.block.iter().map(|&d| d as u64).product();
+    let ctas: u64 = config.grid.iter().map(|&d| d as u64).product();
+    let invalid = |m: String| Err(EmuError::new(ErrorKind::Launch, "launch", m));
+    if threads == 0 || ctas == 0 {
+        return invalid(format!("empty launch: grid {:?}, block {:?}", config.grid, config.block));
+    }
+    if threads > MAX_THREADS_PER_CTA as u64 {
+        return invalid(format!("{threads} threads per CTA exceed the limit of {MAX_THREADS_PER_CTA}"));
+    }
+    if config.dynamic_smem > MAX_DYNAMIC_SMEM {
+        return invalid(format!(
+            "{} bytes of dynamic shared memory exceed the limit of {MAX_DYNAMIC_SMEM}",
+            config.dynamic_smem
+        ));
+    }
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let result: Mutex<(Stats, Option<(u64, EmuError)>)> = Mutex::new((Stats::default(), None));
+    let workers = options.parallel_ctas.clamp(1, ctas.min(64) as usize);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= ctas || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let [gx, gy, _] = config.grid.map(|d| d as u64);
+                    let ctaid = [(index % gx) as u32, ((index / gx) % gy) as u32, (index / (gx * gy)) as u32];
+                    let outcome = run_cta(global, &config, options, ctaid, &kernel);
+                    let mut r = result.lock().unwrap_or_else(|e| e.into_inner());
+                    match outcome {
+                        Ok(counts) => {
+                            r.0.ctas += 1;
+                            r.0.threads += threads;
+                            for (k, v) in counts {
+                                *r.0.instructions.entry(k).or_insert(0) += v;
+                            }
+                        }
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            // Report the failure of the lowest CTA, for reproducible messages.
+                            if r.1.as_ref().is_none_or(|(i, _)| index < *i) {
+                                r.1 = Some((index, e));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let (stats, error) = result.into_inner().unwrap_or_else(|e| e.into_inner());
+    match error {
+        Some((_, e)) => Err(e),
+        None => Ok(stats),
+    }
+}
+
+fn run_cta<F: Fn() + Sync>(
+    global: &GlobalMemory,
+    config: &LaunchConfig,
+    options: &Options,
+    ctaid: [u32; 3],
+    kernel: &F,
+) -> Result<BTreeMap<&'static str, u64>, EmuError> {
+    let cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
+    let totals: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for me in 0..cta.threads() {
+            let (cta, totals) = (&cta, &totals);
+            let spawned = std::thread::Builder::new()
+                .name(format!("emu-cta{ctaid:?}-t{me}"))
+                .stack_size(options.stack_bytes)
+                .spawn_scoped(s, move || run_thread(cta, me, kernel, totals));
+            if let Err(e) = spawned {
+                let st = cta.lock();
+                let error = EmuError::new(ErrorKind::Launch, "launch", format!("cannot start host thread {me}: {e}"));
+                // Abort unwinds: contain it here, the error is recorded in the CTA state.
+                let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));
+                break;
+            }
+        }
+    });
+    let mut st = cta.lock();
+    if let Some(mut e) = st.aborted.take() {
+        e.cta = ctaid;
+        return Err(e);
+    }
+    let end_error = |m: String, kind| {
+        let mut e = EmuError::new(kind, "exit", m);
+        e.cta = ctaid;
+        Err(e)
+    };
+    if let Some(wg) = st.wgmma.iter().position(|w| w.in_flight()) {
+        return end_error(format!("warpgroup {wg} exited with wgmma operations never waited for"), ErrorKind::Wgmma);
+    }
+    if let Some(b) = st.bulk.front() {
+        return end_error(
+            format!(
+                "the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})",
+                b.dst,
+                b.loc.file(),
+                b.loc.line()
+            ),
+            ErrorKind::Mbarrier,
+        );
+    }
+    for (addr, m) in &st.mbarriers {
+        if m.pending != m.count || m.tx != 0 {
+            return end_error(
+                format!(
+                    "mbarrier {addr:#x} (initialised at {}:{}) ended mid-phase: {} of {} arrivals missing, tx-count {} (mismatched arrival counts or transaction bytes)",
+                    m.init_loc.file(),
+                    m.init_loc.line(),
+                    m.pending,
+                    m.count,
+                    m.tx
+                ),
+                ErrorKind::Mbarrier,
+            );
+        }
+    }
+    drop(st);
+    Ok(totals.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn run_thread<F: Fn() + Sync>(cta: &Cta<'_>, me: u32, kernel: &F, totals: &Mutex<BTreeMap<&'static str, u64>>) {
+    let body = || {
+        drop(cta.wait_for_baton(me, cta.lock()));
+        ops::enter(cta, me);
+        kernel();
+        let counts = ops::leave();
+        let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
+        for (k, v) in counts {
+            *t.entry(k).or_insert(0) += v;
+        }
+        drop(t);
+        drop(cta.exit(me, cta.lock()));
+    };
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
+        ops::leave();
+        if payload.is::<Abort>() {
+            return;
+        }
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "(non-string panic payload)".into());
+        let mut error = EmuError::new(ErrorKind::Panic, "(kernel code)", format!("the kernel panicked: {message}"));
+        error.thread = Some(me);
+        let st = cta.lock();
+        let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));
+    }
+}

@@ -1,0 +1,70 @@
+//! Named barriers (PTX ISA 9.7.13.1 `bar`/`barrier`): `bar.sync a{, b}` and `bar.arrive a, b`.
+//!
+//! Barrier `a` (0..16) completes when `b` threads have arrived (all of the CTA's threads
+//! when `b` is omitted). `bar.sync` waits for completion, `bar.arrive` does not. All
+//! arrivals of one phase must agree on `b`. Completion also orders memory: everything
+//! written before the arrivals is visible after the wait (under emulation memory is
+//! always coherent, so only the waiting is modelled).
+
+use super::exec;
+use crate::cta::{NAMED_BARRIERS, WARP, Wait};
+use crate::report::ErrorKind;
+
+fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, loc_ex: super::Exec) -> super::Exec {
+    let mut ex = loc_ex;
+    let threads = ex.cta.threads();
+    if id >= NAMED_BARRIERS {
+        ex.fail(ErrorKind::Barrier, format!("barrier id {id} is out of range 0..{NAMED_BARRIERS}"));
+    }
+    let expected = count.unwrap_or(threads.next_multiple_of(WARP));
+    if expected == 0 || expected % WARP != 0 {
+        ex.fail(
+            ErrorKind::Barrier,
+            format!("thread count {expected} of barrier {id} is not a positive multiple of {WARP}"),
+        );
+    }
+    if expected > threads.next_multiple_of(WARP) {
+        ex.fail(ErrorKind::Barrier, format!("barrier {id} expects {expected} threads but the CTA has {threads}"));
+    }
+    let b = &mut ex.st.barriers[id as usize];
+    if b.arrived > 0 && b.expected != expected {
+        let message = format!(
+            "`{instruction}` on barrier {id} with {expected} threads while {} threads already arrived expecting {}",
+            b.arrived, b.expected
+        );
+        ex.fail(ErrorKind::Barrier, message);
+    }
+    b.expected = expected;
+    b.arrived += 1;
+    let generation = b.generation;
+    // Threads past the end of a partial last warp count as arrived, as on hardware where
+    // the barrier counts whole warps.
+    let padding = threads.next_multiple_of(WARP) - threads;
+    if b.arrived + if count.is_none() { padding } else { 0 } >= b.expected {
+        b.arrived = 0;
+        b.generation += 1;
+        return ex;
+    }
+    if wait { ex.block(Wait::Bar { id, generation }) } else { ex }
+}
+
+/// `bar.sync id;` — all threads of the CTA.
+#[track_caller]
+pub fn sync_all(id: u32) {
+    let ex = exec("bar.sync");
+    drop(arrive("bar.sync", id, None, true, ex));
+}
+
+/// `bar.sync id, count;`
+#[track_caller]
+pub fn sync(id: u32, count: u32) {
+    let ex = exec("bar.sync");
+    drop(arrive("bar.sync", id, Some(count), true, ex));
+}
+
+/// `bar.arrive id, count;`
+#[track_caller]
+pub fn arrive_only(id: u32, count: u32) {
+    let ex = exec("bar.arrive");
+    drop(arrive("bar.arrive", id, Some(count), false, ex));
+}

@@ -1,0 +1,176 @@
+//! mbarrier objects (PTX ISA 9.7.13.15): 8-byte barriers in shared memory with a phase,
+//! a pending-arrival count and a transaction (tx) count.
+//!
+//! A phase completes when its pending arrivals reach zero *and* its tx-count is zero;
+//! then the phase number advances and the pending count resets to the init count.
+//! `try_wait.parity p` succeeds once the phase with parity `p` has completed, i.e. while
+//! the current phase's parity differs from `p`. Copies that signal `complete_tx` are
+//! async-proxy operations, so the init must have been fenced (`fence.mbarrier_init` or
+//! `fence.proxy.async`) before one of them arrives.
+
+use std::collections::VecDeque;
+
+use super::bulk::BulkCopy;
+use super::cp_async::ThreadCopies;
+use super::{Exec, exec};
+use crate::cta::Wait;
+use crate::report::{ErrorKind, Loc};
+
+/// Largest tx-count magnitude (PTX ISA: the range is -(2^20 - 1) ..= 2^20 - 1).
+pub const TX_LIMIT: i64 = (1 << 20) - 1;
+
+/// The state of one mbarrier object.
+#[derive(Clone, Debug)]
+pub(crate) struct Mbarrier {
+    pub count: u32,
+    pub pending: u32,
+    pub tx: i64,
+    pub phase: u64,
+    pub initialised_by: u32,
+    pub init_fenced: bool,
+    pub init_loc: Loc,
+}
+
+impl Mbarrier {
+    /// Whether the phase with this parity has completed (what `try_wait.parity` asks).
+    pub fn phase_completed(&self, parity: u32) -> bool {
+        (self.phase & 1) as u32 != parity
+    }
+
+    fn maybe_complete(&mut self) {
+        if self.pending == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.pending = self.count;
+        }
+    }
+
+    /// One arrival (or `n` for a counted arrive).
+    pub fn arrive(&mut self, n: u32) -> Result<(), String> {
+        if n > self.pending {
+            return Err(format!(
+                "{n} arrival(s) on an mbarrier with only {} of its {} arrivals left in phase {} (more arrivals than the init count)",
+                self.pending, self.count, self.phase
+            ));
+        }
+        self.pending -= n;
+        self.maybe_complete();
+        Ok(())
+    }
+
+    pub fn expect_tx(&mut self, bytes: u32) -> Result<(), String> {
+        self.tx += bytes as i64;
+        if self.tx > TX_LIMIT {
+            return Err(format!("tx-count {} exceeds the mbarrier's limit {TX_LIMIT}", self.tx));
+        }
+        Ok(())
+    }
+
+    /// A copy delivered `bytes` (may precede the matching expect_tx).
+    pub fn complete_tx(&mut self, bytes: u32) -> Result<(), String> {
+        self.tx -= bytes as i64;
+        if self.tx < -TX_LIMIT {
+            return Err(format!("tx-count {} is below the mbarrier's limit -{TX_LIMIT}", self.tx));
+        }
+        self.maybe_complete();
+        Ok(())
+    }
+
+    /// One line for deadlock reports: what the current phase still needs.
+    pub fn describe(&self, addr: u32, bulk: &VecDeque<BulkCopy>, copies: &[ThreadCopies]) -> String {
+        let in_flight: u64 = bulk.iter().filter(|b| b.mbarrier == addr).map(|b| b.bytes as u64).sum();
+        let cp_arrivals =
+            copies.iter().map(|c| c.triggers.iter().filter(|t| t.mbarrier == addr).count()).sum::<usize>();
+        format!(
+            "phase {}: {} of {} arrivals missing, tx-count {} with {} bytes of bulk copies and {} cp.async arrivals in flight",
+            self.phase, self.pending, self.count, self.tx, in_flight, cp_arrivals
+        )
+    }
+}
+
+/// The mbarrier at `addr`, or a failure naming the problem.
+pub(crate) fn lookup(ex: Exec, addr: u32) -> (Exec, ()) {
+    let r = ex.st.smem.index(addr, 8, 8).map(|_| ());
+    let (ex, ()) = ex.check(r);
+    if !ex.st.mbarriers.contains_key(&addr) {
+        ex.fail(ErrorKind::Mbarrier, format!("no mbarrier was initialised at shared address {addr:#x}"));
+    }
+    (ex, ())
+}
+
+/// `mbarrier.init.shared::cta.b64 [addr], count;`
+#[track_caller]
+pub fn init(addr: u32, count: u32) {
+    let ex = exec("mbarrier.init.shared::cta.b64");
+    let r = ex.st.smem.index(addr, 8, 8);
+    let (mut ex, i) = ex.check(r);
+    if count == 0 || count > TX_LIMIT as u32 {
+        ex.fail(ErrorKind::Mbarrier, format!("mbarrier count {count} is outside 1..={TX_LIMIT}"));
+    }
+    let (me, loc) = (ex.me, ex.loc);
+    ex.st.smem.mbarrier_bytes[i..i + 8].iter_mut().for_each(|b| *b = true);
+    ex.st.mbarriers.insert(
+        addr,
+        Mbarrier { count, pending: count, tx: 0, phase: 0, initialised_by: me, init_fenced: false, init_loc: loc },
+    );
+}
+
+/// Runs `f` on the mbarrier at `addr` for `instruction`, failing the launch on its error.
+#[track_caller]
+fn with_barrier(instruction: &'static str, addr: u32, f: impl FnOnce(&mut Mbarrier) -> Result<u64, String>) -> u64 {
+    let ex = exec(instruction);
+    let (mut ex, ()) = lookup(ex, addr);
+    let m = ex.st.mbarriers.get_mut(&addr).expect("looked up");
+    match f(m) {
+        Ok(v) => v,
+        Err(message) => ex.fail(ErrorKind::Mbarrier, format!("mbarrier {addr:#x}: {message}")),
+    }
+}
+
+/// `mbarrier.arrive.shared::cta.b64 state, [addr];` — returns the phase arrived on.
+#[track_caller]
+pub fn arrive(addr: u32) -> u64 {
+    with_barrier("mbarrier.arrive.shared::cta.b64", addr, |m| {
+        let phase = m.phase;
+        m.arrive(1).map(|()| phase)
+    })
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64 state, [addr], tx;`: adds `tx` expected
+/// bytes to the current phase, then arrives.
+#[track_caller]
+pub fn arrive_expect_tx(addr: u32, tx: u32) -> u64 {
+    with_barrier("mbarrier.arrive.expect_tx.shared::cta.b64", addr, |m| {
+        let phase = m.phase;
+        m.expect_tx(tx)?;
+        m.arrive(1).map(|()| phase)
+    })
+}
+
+/// `mbarrier.expect_tx.shared::cta.b64 [addr], tx;`
+#[track_caller]
+pub fn expect_tx(addr: u32, tx: u32) {
+    with_barrier("mbarrier.expect_tx.shared::cta.b64", addr, |m| m.expect_tx(tx).map(|()| 0));
+}
+
+/// `mbarrier.try_wait.parity.shared::cta.b64 done, [addr], parity;` The hardware may
+/// return false after a time limit and the kernel loops; the emulator instead blocks the
+/// thread until the phase completes (other threads run meanwhile) and returns true, so a
+/// wait that can never succeed is reported as a deadlock rather than spinning forever.
+#[track_caller]
+pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
+    let ex = exec("mbarrier.try_wait.parity.shared::cta.b64");
+    let (ex, ()) = lookup(ex, addr);
+    if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        return true;
+    }
+    drop(ex.block(Wait::Mbarrier { addr, parity: parity & 1 }));
+    true
+}
+
+/// `mbarrier.test_wait.parity.shared::cta.b64 done, [addr], parity;` (non-blocking).
+#[track_caller]
+pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
+    let ex = exec("mbarrier.test_wait.parity.shared::cta.b64");
+    let (ex, ()) = lookup(ex, addr);
+    ex.st.mbarriers[&addr].phase_completed(parity & 1)
+}

@@ -1,0 +1,98 @@
+//! Loads and stores (PTX ISA 9.7.9.8 `ld`, 9.7.9.10 `st`) on the shared and global state
+//! spaces, checked for bounds, alignment and the asynchronous-ownership rules.
+
+use super::exec;
+use crate::memory::{Pod, UnfencedWrite};
+use crate::report::ErrorKind;
+
+/// `ld.shared.T`: a generic-proxy read. Fails if an asynchronous copy still owns a byte
+/// (the data would be stale) or if the bytes hold an mbarrier object.
+#[track_caller]
+pub fn ld_shared<T: Pod>(addr: u32) -> T {
+    let size = size_of::<T>() as u32;
+    let ex = exec("ld.shared");
+    let r = ex.st.smem.index(addr, size, size.min(16));
+    let (ex, i) = ex.check(r);
+    let n = size as usize;
+    if let Some(b) = (i..i + n).find(|&b| ex.st.smem.async_writers[b] > 0) {
+        let a = ex.st.smem.base + b as u32;
+        ex.fail(
+            ErrorKind::AsyncOwned,
+            format!("reads shared byte {a:#x} while an asynchronous copy into it is still pending (missing wait?)"),
+        );
+    }
+    if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
+        ex.fail(ErrorKind::Mbarrier, format!("generic load of {addr:#x} reads an mbarrier object"));
+    }
+    // SAFETY: `index` checked the range; T accepts any bit pattern.
+    unsafe { std::ptr::read_unaligned(ex.st.smem.bytes[i..].as_ptr() as *const T) }
+}
+
+/// `st.shared.T`: a generic-proxy write. Fails if an asynchronous copy owns a byte, if
+/// an in-flight wgmma will still read it, or if it would overwrite an mbarrier; the
+/// bytes are remembered as unfenced until this thread's `fence.proxy.async`.
+#[track_caller]
+pub fn st_shared<T: Pod>(addr: u32, value: T) {
+    let size = size_of::<T>() as u32;
+    let ex = exec("st.shared");
+    let r = ex.st.smem.index(addr, size, size.min(16));
+    let (mut ex, i) = ex.check(r);
+    let n = size as usize;
+    if let Some(b) = (i..i + n).find(|&b| ex.st.smem.async_writers[b] > 0) {
+        let a = ex.st.smem.base + b as u32;
+        ex.fail(
+            ErrorKind::AsyncOwned,
+            format!("writes shared byte {a:#x} while an asynchronous copy into it is still pending"),
+        );
+    }
+    if let Some(b) = (i..i + n).find(|&b| ex.st.smem.async_readers[b] > 0) {
+        let a = ex.st.smem.base + b as u32;
+        ex.fail(
+            ErrorKind::InFlightRead,
+            format!("overwrites shared byte {a:#x}, which an in-flight wgmma still reads (missing wgmma.wait_group?)"),
+        );
+    }
+    if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
+        ex.fail(ErrorKind::Mbarrier, format!("generic store to {addr:#x} overwrites an mbarrier object"));
+    }
+    // SAFETY: as in `ld_shared`.
+    unsafe { std::ptr::write_unaligned(ex.st.smem.bytes[i..].as_mut_ptr() as *mut T, value) };
+    let me = ex.me as usize;
+    let (loc, smem) = (ex.loc, &mut ex.st.smem);
+    smem.unfenced_by[i..i + n].iter_mut().for_each(|b| *b = me as u32 + 1);
+    smem.unfenced[me].push(UnfencedWrite { start: addr, len: size, loc });
+}
+
+/// `ld.global.T` (also the `.nc` read-only form: same semantics here).
+#[track_caller]
+pub fn ld_global<T: Pod>(addr: u64) -> T {
+    let size = size_of::<T>();
+    let ex = exec("ld.global");
+    let ptr = match ex.cta.global.resolve(addr, size) {
+        Ok(p) => p,
+        Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
+    };
+    if addr % size.min(16) as u64 != 0 {
+        ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
+    }
+    drop(ex);
+    // SAFETY: `resolve` checked the range lies in a live allocation.
+    unsafe { std::ptr::read_unaligned(ptr as *const T) }
+}
+
+/// `st.global.T`.
+#[track_caller]
+pub fn st_global<T: Pod>(addr: u64, value: T) {
+    let size = size_of::<T>();
+    let ex = exec("st.global");
+    let ptr = match ex.cta.global.resolve(addr, size) {
+        Ok(p) => p,
+        Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
+    };
+    if addr % size.min(16) as u64 != 0 {
+        ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
+    }
+    drop(ex);
+    // SAFETY: as in `ld_global`.
+    unsafe { std::ptr::write_unaligned(ptr as *mut T, value) };
+}

@@ -1,0 +1,200 @@
+//! The instructions, as the kernel's `ptx` layer calls them on the host.
+//!
+//! One module per PTX family; each public function is one instruction form, named like
+//! the kernel's wrapper, and marked `#[track_caller]` so reports name the kernel line.
+//! Each runs with the CTA lock held by the calling thread (which holds the baton).
+
+pub mod barrier;
+pub mod bulk;
+pub mod cp_async;
+pub mod fence;
+pub mod mbarrier;
+pub mod memory;
+pub mod numeric;
+pub mod special;
+pub mod warp;
+pub mod wgmma;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::panic::Location;
+use std::sync::MutexGuard;
+
+use crate::cta::{Cta, CtaState, Scope, Slot, Wait};
+use crate::report::{EmuError, ErrorKind, Loc};
+
+thread_local! {
+    /// The CTA and thread index of the emulated thread running on this host thread.
+    static CURRENT: Cell<Option<(*const Cta<'static>, u32)>> = const { Cell::new(None) };
+    /// Instructions executed by this thread, merged into the launch's statistics at exit.
+    static COUNTS: RefCell<BTreeMap<&'static str, u64>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Binds this host thread to emulated thread `me` of `cta` for the kernel's duration.
+pub(crate) fn enter(cta: &Cta<'_>, me: u32) {
+    CURRENT.with(|c| c.set(Some((cta as *const Cta<'_> as *const Cta<'static>, me))));
+}
+
+pub(crate) fn leave() -> BTreeMap<&'static str, u64> {
+    CURRENT.with(|c| c.set(None));
+    COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut()))
+}
+
+/// Counts one executed instruction of this thread.
+pub(crate) fn count(instruction: &'static str) {
+    COUNTS.with(|c| *c.borrow_mut().entry(instruction).or_insert(0) += 1);
+}
+
+/// The emulated thread running on this host thread.
+#[track_caller]
+pub(crate) fn current(instruction: &'static str) -> (&'static Cta<'static>, u32) {
+    match CURRENT.with(|c| c.get()) {
+        // SAFETY: the pointer is set by the launch for exactly the lifetime of the kernel
+        // call on this thread; instructions run only inside that call.
+        Some((cta, me)) => (unsafe { &*cta }, me),
+        None => panic!(
+            "`{instruction}` executed outside an emulated launch (at {}): run kernels through emu::launch",
+            Location::caller()
+        ),
+    }
+}
+
+/// One instruction in progress: the CTA lock held by the thread that has the baton.
+pub(crate) struct Exec {
+    pub cta: &'static Cta<'static>,
+    pub me: u32,
+    pub st: MutexGuard<'static, CtaState>,
+    pub instruction: &'static str,
+    pub loc: Loc,
+}
+
+/// Starts executing `instruction` for the calling emulated thread.
+#[track_caller]
+pub(crate) fn exec(instruction: &'static str) -> Exec {
+    let loc = Location::caller();
+    let (cta, me) = current(instruction);
+    count(instruction);
+    let st = cta.lock();
+    debug_assert_eq!(st.baton, me, "only the baton holder executes instructions");
+    Exec { cta, me, st, instruction, loc }
+}
+
+impl Exec {
+    /// Aborts the launch with a report blaming this thread and instruction.
+    pub fn fail(self, kind: ErrorKind, message: String) -> ! {
+        let error = EmuError::new(kind, self.instruction, message).at(self.me, self.loc);
+        self.cta.abort(self.st, error)
+    }
+
+    /// Unwraps a check, failing the launch on error.
+    pub fn check<T>(self, result: Result<T, (ErrorKind, String)>) -> (Self, T) {
+        match result {
+            Ok(v) => (self, v),
+            Err((kind, message)) => self.fail(kind, message),
+        }
+    }
+
+    /// Blocks until `wait` holds.
+    pub fn block(self, wait: Wait) -> Exec {
+        let Exec { cta, me, st, instruction, loc } = self;
+        let st = cta.block(me, st, wait, instruction, loc);
+        Exec { cta, me, st, instruction, loc }
+    }
+
+    /// Joins the collective of `scope`: deposits this thread's `slot`, and when the last
+    /// member arrives runs `complete` over all slots (which fills the outputs). Returns
+    /// this thread's output. Members and operands are checked: every member must reach
+    /// the same instruction at the same source line.
+    pub fn collective(
+        mut self,
+        scope: Scope,
+        members: Vec<u32>,
+        slot: Slot,
+        complete: impl FnOnce(&mut Exec, &[u32], &[Slot], &mut [u64]) -> Result<(), (ErrorKind, String)>,
+    ) -> (Exec, u64) {
+        let me = self.me;
+        let (instruction, loc) = (self.instruction, self.loc);
+        for &m in &members {
+            if matches!(self.st.threads[m as usize], crate::cta::ThreadState::Exited) {
+                self.fail(
+                    ErrorKind::Collective,
+                    format!("thread {m} of this {scope:?} has exited: the collective can never complete"),
+                );
+            }
+        }
+        let r = self.st.rendezvous.entry(scope).or_insert_with(|| crate::cta::Rendezvous {
+            instruction,
+            loc,
+            members: Vec::new(),
+            arrived: Vec::new(),
+            count: 0,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            generation: 0,
+        });
+        if r.count == 0 {
+            r.instruction = instruction;
+            r.loc = loc;
+            r.arrived = vec![false; members.len()];
+            r.inputs = vec![Slot::default(); members.len()];
+            r.outputs = vec![0; members.len()];
+            r.members = members;
+        } else if r.instruction != instruction || r.loc != loc || r.members != members {
+            let message = format!(
+                "divergent collective: this thread reached `{instruction}` while threads of its {scope:?} wait at `{}` ({}:{}); \
+                 every thread of the {scope:?} must execute the same collective instructions in the same order",
+                r.instruction,
+                r.loc.file(),
+                r.loc.line()
+            );
+            self.fail(ErrorKind::Collective, message);
+        }
+        let Some(pos) = r.members.iter().position(|&m| m == me) else {
+            let message = format!("thread {me} is not a member of the collective's {scope:?}");
+            self.fail(ErrorKind::Collective, message)
+        };
+        if r.arrived[pos] {
+            self.fail(ErrorKind::Collective, "thread arrived twice at the same collective".into());
+        }
+        r.arrived[pos] = true;
+        r.inputs[pos] = slot;
+        r.count += 1;
+        let generation = r.generation;
+        if r.count == r.members.len() {
+            let members = r.members.clone();
+            let inputs = r.inputs.clone();
+            let mut outputs = vec![0; members.len()];
+            if let Err((kind, message)) = complete(&mut self, &members, &inputs, &mut outputs) {
+                self.fail(kind, message);
+            }
+            let r = self.st.rendezvous.get_mut(&scope).expect("rendezvous exists");
+            r.outputs = outputs;
+            r.count = 0;
+            r.arrived.iter_mut().for_each(|a| *a = false);
+            r.generation += 1;
+        } else {
+            self = self.block(Wait::Collective { scope, generation });
+        }
+        let out = self.st.rendezvous[&scope].outputs[pos];
+        (self, out)
+    }
+}
+
+/// The threads of warp `w` (all of them: the `.aligned` collectives need the full warp).
+pub(crate) fn warp_members(cta: &Cta<'_>, warp: u32) -> Vec<u32> {
+    let start = warp * crate::cta::WARP;
+    (start..(start + crate::cta::WARP).min(cta.threads())).collect()
+}
+
+/// Completes the oldest piece of asynchronous work that only an mbarrier observes.
+/// Returns false when there is none (so the CTA is deadlocked).
+pub(crate) fn complete_one_lazy(cta: &Cta<'_>, st: &mut CtaState) -> Result<bool, EmuError> {
+    let bulk = st.bulk.front().map(|b| b.sequence);
+    let copy = cp_async::oldest_observed(st);
+    match (bulk, copy) {
+        (None, None) => Ok(false),
+        (Some(b), Some((c, _))) if b < c => bulk::complete_front(cta, st).map(|_| true),
+        (Some(_), None) => bulk::complete_front(cta, st).map(|_| true),
+        (_, Some((_, thread))) => cp_async::complete_oldest(cta, st, thread).map(|_| true),
+    }
+}

@@ -1,0 +1,574 @@
+//! The `host` command line: run one problem, `info`, `selftest`, `bench`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use half::f16;
+use nvfp4::Shape;
+
+use crate::device::{Gpu, driver_present};
+use crate::embedded;
+use crate::emulate;
+use crate::error::{Error, Result};
+use crate::gemm::Gemm;
+use crate::generate::{Distribution, generate};
+use crate::io;
+use crate::kernels::{Kernel, KernelChoice};
+use crate::problem::Problem;
+use crate::reference::reference;
+use crate::report::{RunReport, Speed, Verification, write_json};
+use crate::verify::{compare, unwritten};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "host",
+    version,
+    about = "NVFP4 block-scaled GEMM (C = A·Bᵀ, e2m1 values, e4m3 scales per 16, fp16 out): run a Rust kernel, verify it, time it",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The GPU, its driver, and which kernels can run on it.
+    Info(DeviceArg),
+    /// Every available kernel on the correctness shapes plus odd ones, both distributions.
+    Selftest(SelftestArgs),
+    /// Time every available kernel on the benchmark shapes (each result verified).
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+struct DeviceArg {
+    /// GPU ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// How the result is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum VerifyMode {
+    /// Against the exact CPU reference (parallel; seconds for the benchmark shapes).
+    Cpu,
+    /// Against the naive GPU kernel (for shapes too large for the CPU).
+    Gpu,
+    None,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Problem shape MxNxK or MxNxKxL (K a multiple of 64).
+    #[arg(long, default_value = "128x7168x16384", conflicts_with = "inputs")]
+    shape: String,
+    /// Seed of the input generator.
+    #[arg(long, default_value_t = 1, conflicts_with = "inputs")]
+    seed: u64,
+    /// Input distribution: `gpumode` (as the benchmark draws) or `wide` (scales over all
+    /// finite e4m3 values).
+    #[arg(long, default_value = "gpumode", conflicts_with = "inputs")]
+    dist: Distribution,
+    #[arg(long, value_enum, default_value = "auto")]
+    kernel: KernelChoice,
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    #[arg(long, value_enum, default_value = "cpu")]
+    verify: VerifyMode,
+    /// Also write the report as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Take A, B, SFA, SFB from a safetensors file (tensors `a`, `b`, `sfa`, `sfb`).
+    #[arg(long)]
+    inputs: Option<PathBuf>,
+    /// Write C to a safetensors file (tensor `c`, F16, [L, M, N]).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Run the kernel on the CPU emulator instead of a GPU.
+    #[arg(long)]
+    emulate: bool,
+    /// GPU ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+#[derive(Debug, Args)]
+struct SelftestArgs {
+    /// Run the kernels under the CPU emulator (on small shapes) instead of the GPU.
+    #[arg(long)]
+    emulate: bool,
+    /// Run each kernel on the GPU and under emulation and compare the two outputs.
+    #[arg(long, conflicts_with = "emulate")]
+    compare_emulator: bool,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Also write the results as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// Shapes to time (default: the three benchmark shapes and 2304x4608x7168).
+    #[arg(long, value_delimiter = ',')]
+    shape: Vec<String>,
+    /// Only this kernel (default: every kernel this GPU runs).
+    #[arg(long, value_enum)]
+    kernel: Option<Kernel>,
+    #[arg(long, default_value_t = 50)]
+    iters: usize,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Parses a shape argument into a `Shape` or an error naming the text.
+pub fn parse_shape(text: &str) -> Result<Shape> {
+    text.parse::<Shape>().map_err(|source| Error::Shape { text: text.to_string(), source })
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        None => run(&cli.run),
+        Some(Command::Info(d)) => info(d.device),
+        Some(Command::Selftest(a)) => selftest(&a),
+        Some(Command::Bench(a)) => bench(&a),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn describe_inputs(args: &RunArgs) -> String {
+    match &args.inputs {
+        Some(p) => format!("from {}", p.display()),
+        None => format!("dist {}, seed {}", args.dist, args.seed),
+    }
+}
+
+fn run(args: &RunArgs) -> Result<i32> {
+    let problem = match &args.inputs {
+        Some(path) => io::load_inputs(path)?,
+        None => generate(parse_shape(&args.shape)?, args.dist, args.seed),
+    };
+    let shape = problem.shape;
+    let (report, c) = if args.emulate {
+        if args.verify == VerifyMode::Gpu {
+            return Err(Error::Usage("--verify gpu needs a GPU; under --emulate use --verify cpu".into()));
+        }
+        let kernel = args.kernel.resolve(None);
+        let run = emulate::run(&problem, kernel)?;
+        let verification =
+            (args.verify == VerifyMode::Cpu).then(|| check("cpu", &problem, &run.c, &reference(&problem)));
+        let report = RunReport {
+            device: None,
+            emulated: true,
+            inputs: describe_inputs(args),
+            kernel,
+            launch: launch_text(kernel, shape),
+            verification,
+            timing: None,
+            speed: None,
+            instructions: Some(run.stats.instructions.clone()),
+            emulation_seconds: Some(run.wall.as_secs_f64()),
+            ..base_report(shape, kernel)
+        };
+        (report, run.c)
+    } else {
+        let gpu = Gpu::open(args.device)?;
+        let kernel = args.kernel.resolve(Some(gpu.info.compute_capability));
+        if args.verify == VerifyMode::Gpu && kernel == Kernel::Naive {
+            return Err(Error::Usage(
+                "--verify gpu compares with the naive kernel itself; use --verify cpu for naive".into(),
+            ));
+        }
+        let gemm = Gemm::new(&gpu, kernel)?;
+        let mut device_problem = gemm.upload(&problem)?;
+        let c = gemm.run(&mut device_problem)?;
+        let verification = match args.verify {
+            VerifyMode::Cpu => Some(check("cpu", &problem, &c, &reference(&problem))),
+            VerifyMode::Gpu => {
+                let naive = Gemm::new(&gpu, Kernel::Naive)?;
+                let want = naive.run(&mut device_problem)?;
+                Some(check("gpu", &problem, &c, &want))
+            }
+            VerifyMode::None => None,
+        };
+        let timing = (args.iters > 0).then(|| gemm.time(&mut device_problem, args.iters)).transpose()?;
+        let speed = timing.as_ref().map(|t| Speed::new(shape, kernel, &gpu.info, t.median_us));
+        let report = RunReport {
+            device: Some(gpu.info.clone()),
+            inputs: describe_inputs(args),
+            verification,
+            timing,
+            speed,
+            ..base_report(shape, kernel)
+        };
+        (report, c)
+    };
+    print!("{}", report.text());
+    if let Some(path) = &args.output {
+        io::save_output(path, shape, &c)?;
+        println!("output   C written to {} (tensor `c`, F16, [{}, {}, {}])", path.display(), shape.l, shape.m, shape.n);
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    Ok(match &report.verification {
+        Some(v) if !v.passed => 1,
+        _ => 0,
+    })
+}
+
+fn base_report(shape: Shape, kernel: Kernel) -> RunReport {
+    RunReport {
+        device: None,
+        emulated: false,
+        shape: shape.to_string(),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        l: shape.l,
+        inputs: String::new(),
+        kernel,
+        launch: launch_text(kernel, shape),
+        gflop: shape.flops() / 1e9,
+        bytes_read: shape.bytes_read(),
+        verification: None,
+        timing: None,
+        speed: None,
+        instructions: None,
+        emulation_seconds: None,
+    }
+}
+
+fn launch_text(kernel: Kernel, shape: Shape) -> String {
+    let l = kernel.launch(shape);
+    format!(
+        "grid {}x{}x{}, {} threads per CTA, {} KiB shared memory",
+        l.grid[0],
+        l.grid[1],
+        l.grid[2],
+        l.block.iter().product::<u32>(),
+        l.dynamic_smem / 1024
+    )
+}
+
+fn check(against: &'static str, problem: &Problem, got: &[f16], want: &[f16]) -> Verification {
+    Verification::new(against, &compare(problem.shape, got, want), unwritten(got))
+}
+
+fn info(device: usize) -> Result<i32> {
+    println!("host {} — embedded PTX:", env!("CARGO_PKG_VERSION"));
+    for t in embedded::TARGETS {
+        let assembled = if t.ptxas_report.is_some() {
+            "assembled by ptxas at build time"
+        } else {
+            "not assembled (no ptxas at build time)"
+        };
+        println!("  {:<9} {:<8} {:>7} bytes, {}", t.name, t.arch, t.ptx.len(), assembled);
+    }
+    if !driver_present() {
+        println!("no CUDA driver: GPU runs are impossible here; `--emulate` runs the kernels on the CPU");
+        return Err(Error::NoDriver);
+    }
+    let gpu = Gpu::open(device)?;
+    let d = &gpu.info;
+    let (free, total) = gpu.memory()?;
+    println!("device {}: {}", d.ordinal, d.name);
+    println!(
+        "  compute capability {}.{}, {} SMs at up to {:.0} MHz",
+        d.compute_capability.0, d.compute_capability.1, d.multiprocessors, d.sm_clock_mhz
+    );
+    println!(
+        "  memory {:.1} GiB ({:.1} GiB free), {}-bit at {:.0} MHz = {:.0} GB/s peak, L2 {} MiB, {} KiB shared memory per CTA",
+        total as f64 / (1u64 << 30) as f64,
+        free as f64 / (1u64 << 30) as f64,
+        d.memory_bus_bits,
+        d.memory_clock_mhz,
+        d.peak_bandwidth() / 1e9,
+        d.l2_bytes >> 20,
+        d.max_shared_per_block / 1024
+    );
+    println!("  driver supports CUDA {}.{}", d.driver_cuda_version.0, d.driver_cuda_version.1);
+    println!("kernels:");
+    for k in Kernel::ALL {
+        let (_, why) = k.arch_rule();
+        let verdict =
+            if k.runs_on(d.compute_capability) { "runs here".to_string() } else { format!("cannot run here: {why}") };
+        println!("  {:<6} {} — {}", k.name(), verdict, k.summary());
+    }
+    println!("auto picks: {}", KernelChoice::Auto.resolve(Some(d.compute_capability)));
+    Ok(0)
+}
+
+/// One selftest case.
+#[derive(Clone, Debug, serde::Serialize)]
+struct CaseResult {
+    kernel: Kernel,
+    shape: String,
+    dist: String,
+    passed: bool,
+    verification: Verification,
+    seconds: f64,
+}
+
+/// The spec's correctness shapes (all L = 1).
+pub const CORRECTNESS_SHAPES: [&str; 10] = [
+    "128x256x256",
+    "128x1536x7168",
+    "128x3072x1536",
+    "256x7168x256",
+    "256x7168x2048",
+    "2304x4608x7168",
+    "384x7168x2304",
+    "512x512x7168",
+    "512x4096x512",
+    "512x1536x7168",
+];
+
+/// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
+pub const ODD_SHAPES: [&str; 5] = ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2"];
+
+/// Small shapes the emulator runs in seconds (correctness shapes scaled down, plus the
+/// odd ones).
+pub const EMULATOR_SHAPES: [&str; 6] =
+    ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2"];
+
+fn selftest(args: &SelftestArgs) -> Result<i32> {
+    if args.compare_emulator {
+        return compare_emulator(args);
+    }
+    let gpu = if args.emulate { None } else { Some(Gpu::open(args.device)?) };
+    let kernels: Vec<Kernel> = match &gpu {
+        Some(g) => Kernel::ALL.into_iter().filter(|k| k.runs_on(g.info.compute_capability)).collect(),
+        None => Kernel::ALL.to_vec(),
+    };
+    let shapes: Vec<&str> = if args.emulate {
+        EMULATOR_SHAPES.to_vec()
+    } else {
+        CORRECTNESS_SHAPES.iter().chain(ODD_SHAPES.iter()).copied().collect()
+    };
+    match &gpu {
+        Some(g) => println!(
+            "selftest on {} (sm_{}{}): kernels {:?}",
+            g.info.name, g.info.compute_capability.0, g.info.compute_capability.1, kernels
+        ),
+        None => println!("selftest under the CPU emulator: kernels {kernels:?}"),
+    }
+    println!(
+        "{:<7} {:<16} {:<8} {:<5} {:>10} {:>10} {:>6} {:>9}",
+        "kernel", "shape", "dist", "ok", "mismatch", "unwritten", "ulps", "seconds"
+    );
+    let mut results = Vec::new();
+    for shape_text in &shapes {
+        let shape = parse_shape(shape_text)?;
+        for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
+            let problem = generate(shape, dist, 1000 + i as u64);
+            let want = reference(&problem);
+            let mut device_problem = None;
+            for &kernel in &kernels {
+                let start = Instant::now();
+                let got = match &gpu {
+                    Some(g) => {
+                        let gemm = Gemm::new(g, kernel)?;
+                        if device_problem.is_none() {
+                            device_problem = Some(gemm.upload(&problem)?);
+                        }
+                        gemm.run(device_problem.as_mut().expect("uploaded"))?
+                    }
+                    None => emulate::run(&problem, kernel)?.c,
+                };
+                let verification = check("cpu", &problem, &got, &want);
+                let r = CaseResult {
+                    kernel,
+                    shape: shape.to_string(),
+                    dist: dist.to_string(),
+                    passed: verification.passed,
+                    verification,
+                    seconds: start.elapsed().as_secs_f64(),
+                };
+                println!(
+                    "{:<7} {:<16} {:<8} {:<5} {:>10} {:>10} {:>6} {:>9.2}",
+                    r.kernel.name(),
+                    r.shape,
+                    r.dist,
+                    if r.passed { "PASS" } else { "FAIL" },
+                    r.verification.mismatches + r.verification.nan_mismatches,
+                    r.verification.unwritten,
+                    r.verification.max_ulps,
+                    r.seconds
+                );
+                results.push(r);
+            }
+        }
+    }
+    let failed = results.iter().filter(|r| !r.passed).count();
+    println!("{} of {} cases passed", results.len() - failed, results.len());
+    if let Some(path) = &args.json {
+        write_json(path, &results)?;
+    }
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// One GPU-vs-emulator comparison.
+#[derive(Clone, Debug, serde::Serialize)]
+struct EmulatorComparison {
+    kernel: Kernel,
+    shape: String,
+    dist: String,
+    /// GPU output bit-identical to the emulator's.
+    bit_identical: bool,
+    /// Elements whose fp16 bits differ, and the worst distance in fp16 ulps.
+    differing: u64,
+    max_ulps: u32,
+    gpu_vs_reference: Verification,
+    emulator_vs_reference: Verification,
+}
+
+fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
+    let gpu = Gpu::open(args.device)?;
+    let kernels: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect();
+    println!("GPU ({}) vs emulator, same kernel source, same inputs", gpu.info.name);
+    println!(
+        "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}",
+        "kernel", "shape", "dist", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
+    );
+    let mut results = Vec::new();
+    let mut ok = true;
+    for shape_text in EMULATOR_SHAPES {
+        let shape = parse_shape(shape_text)?;
+        for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
+            let problem = generate(shape, dist, 2000 + i as u64);
+            let want = reference(&problem);
+            for &kernel in &kernels {
+                let gemm = Gemm::new(&gpu, kernel)?;
+                let on_gpu = gemm.run(&mut gemm.upload(&problem)?)?;
+                let emulated = emulate::run(&problem, kernel)?.c;
+                let between = compare(shape, &on_gpu, &emulated);
+                let differing = on_gpu.iter().zip(&emulated).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as u64;
+                let r = EmulatorComparison {
+                    kernel,
+                    shape: shape.to_string(),
+                    dist: dist.to_string(),
+                    bit_identical: differing == 0,
+                    differing,
+                    max_ulps: between.max_ulps,
+                    gpu_vs_reference: check("cpu", &problem, &on_gpu, &want),
+                    emulator_vs_reference: check("cpu", &problem, &emulated, &want),
+                };
+                // gpumode data: every partial sum is exact, so the two must agree bit for
+                // bit and equal the reference; wide data: at most 1 ulp apart.
+                let expected = match dist {
+                    Distribution::GpuMode => {
+                        r.bit_identical && r.gpu_vs_reference.bit_exact && r.emulator_vs_reference.bit_exact
+                    }
+                    Distribution::Wide => {
+                        r.max_ulps <= 1 && r.gpu_vs_reference.passed && r.emulator_vs_reference.passed
+                    }
+                };
+                ok &= expected;
+                let verdict =
+                    |v: &Verification| format!("{} {}ulp", if v.passed { "pass" } else { "FAIL" }, v.max_ulps);
+                println!(
+                    "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}{}",
+                    kernel.name(),
+                    r.shape,
+                    r.dist,
+                    if r.bit_identical { "yes" } else { "no" },
+                    r.differing,
+                    r.max_ulps,
+                    verdict(&r.gpu_vs_reference),
+                    verdict(&r.emulator_vs_reference),
+                    if expected { "" } else { "   <- unexpected" }
+                );
+                results.push(r);
+            }
+        }
+    }
+    println!(
+        "{}",
+        if ok { "emulator fidelity: as expected on every case" } else { "emulator fidelity: UNEXPECTED differences" }
+    );
+    if let Some(path) = &args.json {
+        write_json(path, &results)?;
+    }
+    Ok(if ok { 0 } else { 1 })
+}
+
+/// The GPU MODE benchmark shapes and the large correctness shape.
+pub const BENCH_SHAPES: [&str; 4] = ["128x7168x16384", "128x4096x7168", "128x7168x2048", "2304x4608x7168"];
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct BenchResult {
+    kernel: Kernel,
+    shape: String,
+    verification: Verification,
+    timing: crate::gemm::Timing,
+    speed: Speed,
+}
+
+fn bench(args: &BenchArgs) -> Result<i32> {
+    let gpu = Gpu::open(args.device)?;
+    let kernels: Vec<Kernel> = match args.kernel {
+        Some(k) => vec![k],
+        None => Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect(),
+    };
+    let shapes: Vec<String> =
+        if args.shape.is_empty() { BENCH_SHAPES.iter().map(|s| s.to_string()).collect() } else { args.shape.clone() };
+    println!(
+        "bench on {} ({} SMs, {:.0} MHz, {:.0} GB/s peak): median of {} runs, L2 flushed before each, gpumode inputs",
+        gpu.info.name,
+        gpu.info.multiprocessors,
+        gpu.info.sm_clock_mhz,
+        gpu.info.peak_bandwidth() / 1e9,
+        args.iters
+    );
+    println!(
+        "{:<7} {:<16} {:>11} {:>9} {:>8} {:>9} {:>10} {:>8}",
+        "kernel", "shape", "median us", "TFLOP/s", "GB/s", "of limit", "verified", "ulps"
+    );
+    let mut results = Vec::new();
+    let mut failed = false;
+    for text in &shapes {
+        let shape = parse_shape(text)?;
+        let problem = generate(shape, Distribution::GpuMode, 1);
+        let want = reference(&problem);
+        for &kernel in &kernels {
+            let gemm = Gemm::new(&gpu, kernel)?;
+            let mut d = gemm.upload(&problem)?;
+            let verification = check("cpu", &problem, &gemm.run(&mut d)?, &want);
+            failed |= !verification.passed;
+            let timing = gemm.time(&mut d, args.iters)?;
+            let speed = Speed::new(shape, kernel, &gpu.info, timing.median_us);
+            println!(
+                "{:<7} {:<16} {:>11.2} {:>9.1} {:>8.0} {:>8.1}% {:>10} {:>8}",
+                kernel.name(),
+                shape.to_string(),
+                timing.median_us,
+                speed.tflops,
+                speed.gbps,
+                100.0 * speed.fraction_of_limit,
+                if verification.passed { "yes" } else { "NO" },
+                verification.max_ulps
+            );
+            results.push(BenchResult { kernel, shape: shape.to_string(), verification, timing, speed });
+        }
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &results)?;
+    }
+    Ok(if failed { 1 } else { 0 })
+}

@@ -1,0 +1,52 @@
+//! Running a kernel on the CPU through the emulator, with the same inputs, outputs and
+//! poisoning as a GPU run.
+
+use std::time::{Duration, Instant};
+
+use half::f16;
+use kernel::{GemmArgs, Launch};
+
+use crate::error::Result;
+use crate::kernels::Kernel;
+use crate::problem::Problem;
+use crate::verify::POISON;
+
+/// The output of an emulated launch and what it executed.
+#[derive(Debug)]
+pub struct EmulatedRun {
+    pub c: Vec<f16>,
+    pub stats: emu::Stats,
+    pub wall: Duration,
+}
+
+/// Runs `kernel` on `problem` under emulation.
+pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
+    run_body(problem, kernel.launch(problem.shape), kernel.body())
+}
+
+/// Runs any kernel body (for instance a deliberately broken variant in a test) with the
+/// launch geometry `launch`.
+pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<EmulatedRun> {
+    let shape = problem.shape;
+    let memory = emu::GlobalMemory::new();
+    let poison: Vec<u8> = (0..shape.c_bytes() / 2).flat_map(|_| POISON.to_bits().to_le_bytes()).collect();
+    let args = GemmArgs {
+        a: memory.alloc_from("A", &problem.a),
+        b: memory.alloc_from("B", &problem.b),
+        sfa: memory.alloc_from("SFA", &problem.sfa),
+        sfb: memory.alloc_from("SFB", &problem.sfb),
+        c: memory.alloc_from("C", &poison),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        l: shape.l,
+    };
+    let config = emu::LaunchConfig { grid: launch.grid, block: launch.block, dynamic_smem: launch.dynamic_smem };
+    let start = Instant::now();
+    let stats = emu::launch(&memory, config, || body(&args))?;
+    let wall = start.elapsed();
+    let mut bytes = vec![0u8; shape.c_bytes() as usize];
+    memory.read(args.c, &mut bytes).map_err(crate::Error::Failed)?;
+    let c = bytes.chunks_exact(2).map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect();
+    Ok(EmulatedRun { c, stats, wall })
+}

@@ -1,0 +1,218 @@
+//! Running a kernel on the GPU: the library API the CLI uses.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), host::Error> {
+//! use host::{Gpu, Gemm, Kernel, generate::{generate, Distribution}};
+//! let gpu = Gpu::open(0)?;
+//! let problem = generate("128x7168x16384".parse().unwrap(), Distribution::GpuMode, 1);
+//! let gemm = Gemm::new(&gpu, Kernel::Naive)?;
+//! let c = gemm.run(&mut gemm.upload(&problem)?)?; // fp16, [L][M][N]
+//! # Ok(()) }
+//! ```
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::CUfunction_attribute as FuncAttr;
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+use half::f16;
+use nvfp4::Shape;
+
+use crate::device::Gpu;
+use crate::embedded;
+use crate::error::{CudaContext as _, Error, Result};
+use crate::kernels::{ArchRule, Kernel};
+use crate::problem::Problem;
+use crate::verify::POISON;
+
+/// A problem's buffers in GPU memory.
+#[derive(Debug)]
+pub struct DeviceProblem {
+    pub shape: Shape,
+    a: CudaSlice<u8>,
+    b: CudaSlice<u8>,
+    sfa: CudaSlice<u8>,
+    sfb: CudaSlice<u8>,
+    c: CudaSlice<u16>,
+}
+
+/// One kernel, loaded on one GPU.
+#[derive(Debug)]
+pub struct Gemm<'g> {
+    gpu: &'g Gpu,
+    kernel: Kernel,
+    function: CudaFunction,
+}
+
+/// Kernel times over repeated launches.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Timing {
+    pub samples_us: Vec<f64>,
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+}
+
+impl<'g> Gemm<'g> {
+    /// Loads `kernel` on `gpu`, after checking the GPU can run it.
+    pub fn new(gpu: &'g Gpu, kernel: Kernel) -> Result<Gemm<'g>> {
+        let cc = gpu.info.compute_capability;
+        if !kernel.runs_on(cc) {
+            let (rule, why) = kernel.arch_rule();
+            let (need_major, need_minor) = match rule {
+                ArchRule::AtLeast(a, b) | ArchRule::Exactly(a, b) => (a, b),
+            };
+            let runnable: Vec<&str> = Kernel::ALL.iter().filter(|k| k.runs_on(cc)).map(|k| k.name()).collect();
+            return Err(Error::Unsupported {
+                kernel: kernel.name(),
+                why,
+                need_major,
+                need_minor,
+                device: gpu.info.ordinal,
+                name: gpu.info.name.clone(),
+                have_major: cc.0,
+                have_minor: cc.1,
+                hint: if runnable.is_empty() {
+                    "no kernel of this build runs on it; `--emulate` runs them on the CPU".into()
+                } else {
+                    format!("kernels that run here: {} (or `--kernel auto`)", runnable.join(", "))
+                },
+            });
+        }
+        let (target, entry) = kernel.ptx();
+        let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
+        let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
+        let function = module.load_function(entry).context(format!("finding kernel {entry}"))?;
+        let smem = kernel.launch(Shape::new(1, 1, 64, 1).map_err(|e| Error::Failed(e.to_string()))?).dynamic_smem;
+        if smem > 48 * 1024 {
+            function
+                .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+                .context(format!("allowing {smem} bytes of shared memory for {entry}"))?;
+        }
+        Ok(Gemm { gpu, kernel, function })
+    }
+
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Bytes of GPU memory `shape` needs, and what they are.
+    pub fn memory_needed(shape: Shape, extra: u64) -> (u64, String) {
+        let inputs = shape.a_bytes() + shape.b_bytes() + shape.sfa_bytes() + shape.sfb_bytes();
+        let total = inputs + shape.c_bytes() + extra;
+        (
+            total,
+            format!(
+                "{:.1} MiB of inputs, {:.1} MiB of output, {:.1} MiB of scratch",
+                mib(inputs),
+                mib(shape.c_bytes()),
+                mib(extra)
+            ),
+        )
+    }
+
+    /// Fails with a clear message when `needed` bytes do not fit in free GPU memory.
+    pub fn check_memory(gpu: &Gpu, shape: Shape, extra: u64) -> Result<()> {
+        let (needed, what) = Gemm::memory_needed(shape, extra);
+        let (free, total) = gpu.memory()?;
+        // Leave room for the context's own allocations (module, stack, launch state).
+        let headroom = 256 << 20;
+        if needed + headroom > free {
+            return Err(Error::OutOfMemory {
+                shape,
+                what,
+                needed_mib: mib(needed),
+                free_mib: mib(free),
+                total_mib: mib(total),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies a problem to the GPU (checking it fits first).
+    pub fn upload(&self, p: &Problem) -> Result<DeviceProblem> {
+        Gemm::check_memory(self.gpu, p.shape, 2 * self.gpu.info.l2_bytes)?;
+        let s = &self.gpu.stream;
+        Ok(DeviceProblem {
+            shape: p.shape,
+            a: s.clone_htod(&p.a).context("copying A to the GPU")?,
+            b: s.clone_htod(&p.b).context("copying B to the GPU")?,
+            sfa: s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
+            sfb: s.clone_htod(&p.sfb).context("copying SFB to the GPU")?,
+            c: s.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).context("allocating C")?,
+        })
+    }
+
+    /// Enqueues one launch.
+    fn launch(&self, d: &mut DeviceProblem) -> Result<()> {
+        let s = &self.gpu.stream;
+        let shape = d.shape;
+        let l = self.kernel.launch(shape);
+        let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
+        let (a, b, sfa, sfb) = (ptr(&d.a), ptr(&d.b), ptr(&d.sfa), ptr(&d.sfb));
+        let c = d.c.device_ptr(s).0;
+        let config = LaunchConfig {
+            grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
+            block_dim: (l.block[0], l.block[1], l.block[2]),
+            shared_mem_bytes: l.dynamic_smem,
+        };
+        let mut builder = s.launch_builder(&self.function);
+        builder.arg(&a).arg(&b).arg(&sfa).arg(&sfb).arg(&c).arg(&shape.m).arg(&shape.n).arg(&shape.k).arg(&shape.l);
+        // SAFETY: the arguments match the entry point's signature (`kernel::GemmArgs`
+        // order) and the buffers have the sizes the shape implies.
+        unsafe { builder.launch(config) }.context(format!("launching {}", self.kernel))?;
+        Ok(())
+    }
+
+    /// Poisons C, runs the kernel once, and returns C ([L][M][N] fp16).
+    pub fn run(&self, d: &mut DeviceProblem) -> Result<Vec<f16>> {
+        let s = &self.gpu.stream;
+        let poison = vec![POISON.to_bits(); d.c.len()];
+        s.memcpy_htod(&poison, &mut d.c).context("poisoning C")?;
+        self.launch(d)?;
+        s.synchronize().context(format!("running {}", self.kernel))?;
+        let bits = s.clone_dtoh(&d.c).context("copying C back")?;
+        Ok(bits.into_iter().map(f16::from_bits).collect())
+    }
+
+    /// Median kernel time over `iters` launches, each after flushing L2 (a memset of
+    /// twice its size), timed with CUDA events around the launch alone.
+    pub fn time(&self, d: &mut DeviceProblem, iters: usize) -> Result<Timing> {
+        let s = &self.gpu.stream;
+        let ctx = &self.gpu.ctx;
+        let mut flush =
+            s.alloc_zeros::<u8>(2 * self.gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
+        for _ in 0..2 {
+            self.launch(d)?; // warm-up: module load, first-touch, clocks
+        }
+        let mut events = Vec::with_capacity(iters);
+        for _ in 0..iters.max(1) {
+            s.memset_zeros(&mut flush).context("flushing L2")?;
+            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
+            let stop = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
+            start.record(s).context("recording an event")?;
+            self.launch(d)?;
+            stop.record(s).context("recording an event")?;
+            events.push((start, stop));
+        }
+        s.synchronize().context(format!("timing {}", self.kernel))?;
+        let mut samples_us = Vec::with_capacity(events.len());
+        for (start, stop) in &events {
+            samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);
+        }
+        Ok(Timing::from_samples(samples_us))
+    }
+}
+
+impl Timing {
+    pub fn from_samples(samples_us: Vec<f64>) -> Timing {
+        let mut sorted = samples_us.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median_us = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+        Timing { median_us, min_us: sorted[0], max_us: sorted[n - 1], samples_us }
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}

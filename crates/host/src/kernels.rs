@@ -1,0 +1,130 @@
+//! The kernels the host can run, and what each needs from a GPU.
+
+use std::fmt;
+
+use kernel::{GemmArgs, Launch};
+use nvfp4::Shape;
+use serde::Serialize;
+
+/// A GEMM kernel of the `kernel` crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// One thread per output, CUDA cores: any GPU CUDA 13 supports.
+    Naive,
+    /// Hopper: exact in-kernel FP4→fp16 dequantization feeding wgmma.
+    Sm90,
+}
+
+/// Which kernel to run: a specific one, or the best this GPU can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelChoice {
+    Auto,
+    Naive,
+    Sm90,
+}
+
+/// Which GPUs a kernel's PTX can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArchRule {
+    /// This compute capability or any later one (portable PTX, JIT-compiled upward).
+    AtLeast(u32, u32),
+    /// Exactly this compute capability (`sm_90a`/`sm_100a` PTX: architecture-specific
+    /// instructions that no other generation has).
+    Exactly(u32, u32),
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 2] = [Kernel::Naive, Kernel::Sm90];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Naive => "naive",
+            Kernel::Sm90 => "sm90",
+        }
+    }
+
+    /// One line on what the kernel does.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Kernel::Naive => "one thread per output on CUDA cores, f32 accumulation (the GPU reference)",
+            Kernel::Sm90 => {
+                "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
+            }
+        }
+    }
+
+    /// The embedded PTX build it lives in, and its `.entry` name.
+    pub fn ptx(self) -> (&'static str, &'static str) {
+        match self {
+            Kernel::Naive => ("portable", "nvfp4_gemm_naive"),
+            Kernel::Sm90 => ("sm90a", "nvfp4_gemm_sm90"),
+        }
+    }
+
+    pub fn arch_rule(self) -> (ArchRule, &'static str) {
+        match self {
+            Kernel::Naive => {
+                (ArchRule::AtLeast(7, 5), "its portable PTX targets sm_75, the oldest architecture CUDA 13 supports")
+            }
+            Kernel::Sm90 => (ArchRule::Exactly(9, 0), "wgmma exists only on Hopper (sm_90a PTX)"),
+        }
+    }
+
+    pub fn runs_on(self, (major, minor): (u32, u32)) -> bool {
+        match self.arch_rule().0 {
+            ArchRule::AtLeast(a, b) => (major, minor) >= (a, b),
+            ArchRule::Exactly(a, b) => (major, minor) == (a, b),
+        }
+    }
+
+    /// Grid, CTA and shared memory for `shape`.
+    pub fn launch(self, shape: Shape) -> Launch {
+        match self {
+            Kernel::Naive => kernel::naive::launch(shape.m, shape.n, shape.l),
+            Kernel::Sm90 => kernel::sm90::launch(shape.m, shape.n, shape.l),
+        }
+    }
+
+    /// The kernel body as the emulator runs it (once per emulated thread).
+    pub fn body(self) -> fn(&GemmArgs) {
+        match self {
+            Kernel::Naive => kernel::naive::gemm,
+            Kernel::Sm90 => kernel::sm90::gemm::<kernel::sm90::Correct>,
+        }
+    }
+
+    /// FLOP per clock per SM of the unit the kernel computes on, for compute capability
+    /// `cc`: the arithmetic limit its speed is compared with.
+    pub fn unit_flop_per_clk_per_sm(self, cc: (u32, u32)) -> (f64, &'static str) {
+        match self {
+            // f32 FMA lanes per SM: 64 on Turing (sm_75) and A100 (sm_80), 128 on later parts.
+            Kernel::Naive => {
+                let lanes = if matches!(cc, (7, 5) | (8, 0)) { 64.0 } else { 128.0 };
+                (2.0 * lanes, "f32 FMA on CUDA cores")
+            }
+            // Dense fp16 wgmma: 4096 FLOP/clk/SM on an H100 (measured with SS m64n256k16).
+            Kernel::Sm90 => (4096.0, "dense fp16 tensor cores"),
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl KernelChoice {
+    /// The kernel to run on a GPU of compute capability `cc` (None: emulation, where
+    /// `auto` means the most capable kernel).
+    pub fn resolve(self, cc: Option<(u32, u32)>) -> Kernel {
+        match self {
+            KernelChoice::Naive => Kernel::Naive,
+            KernelChoice::Sm90 => Kernel::Sm90,
+            KernelChoice::Auto => {
+                Kernel::ALL.iter().rev().copied().find(|k| cc.is_none_or(|cc| k.runs_on(cc))).unwrap_or(Kernel::Naive)
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The NVFP4 GEMM kernels, C = A·Bᵀ with e2m1 operands and e4m3 block scales, fp16 out.
+//!
+//! Every kernel compiles twice: for `nvptx64-nvidia-cuda`, where the `ptx` layer is
+//! inline PTX, and for the host, where the `ptx` layer calls the `emu` crate's CPU model
+//! of each instruction and the kernel's threads run as host threads. The host crate's
+//! build script builds this crate once per GPU target and embeds each PTX:
+//!
+//! | PTX target | kernels |
+//! |---|---|
+//! | `sm_75` (portable) | [`naive`] |
+//! | `sm_90a` | [`naive`], [`sm90`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`] |
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+
+pub mod naive;
+pub mod ptx;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod sm90;
+
+/// The arguments every GEMM kernel takes: device addresses and the shape.
+///
+/// `a` is [L][M][K/2] packed e2m1, `b` [L][N][K/2], `sfa`/`sfb` the blocked e4m3 scales
+/// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] fp16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct GemmArgs {
+    pub a: u64,
+    pub b: u64,
+    pub sfa: u64,
+    pub sfb: u64,
+    pub c: u64,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub l: u32,
+}
+
+/// How to launch a kernel: grid, CTA size and dynamic shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_smem: u32,
+}
+
+/// Largest `gridDim.y` / `gridDim.z` (the x dimension allows 2^31 - 1).
+pub const MAX_GRID_YZ: u32 = 65_535;

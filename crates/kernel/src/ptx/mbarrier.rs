@@ -1,0 +1,70 @@
+//! mbarrier objects in shared memory (PTX ISA 9.7.13.15).
+
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+
+use super::SmemAddr;
+
+/// An 8-byte mbarrier object in shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Mbarrier(pub SmemAddr);
+
+/// Bytes of one mbarrier object.
+pub const MBARRIER_BYTES: u32 = 8;
+
+impl Mbarrier {
+    /// `mbarrier.init.shared::cta.b64 [bar], count;` — `count` arrivals complete a phase.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn init(self, count: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: `self` addresses an 8-byte aligned mbarrier slot in shared memory.
+        unsafe {
+            asm!("mbarrier.init.shared::cta.b64 [{}], {};", in(reg32) self.0.0, in(reg32) count, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        emu::ops::mbarrier::init(self.0.0, count)
+    }
+
+    /// `mbarrier.arrive.release.cta.shared::cta.b64 _, [bar];` — one arrival; releases
+    /// this thread's earlier memory accesses to whoever waits for the phase.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn arrive(self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: as in `init`.
+        unsafe {
+            asm!("mbarrier.arrive.release.cta.shared::cta.b64 _, [{}];", in(reg32) self.0.0, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        emu::ops::mbarrier::arrive(self.0.0);
+    }
+
+    /// Waits until the phase with parity `parity` has completed:
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity;` in a loop (acquire
+    /// semantics: the completing arrivals' writes are visible afterwards).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    // The label is local to the `{ }` block, a PTX scope, so inlined copies never clash.
+    #[allow(named_asm_labels)]
+    pub fn wait(self, parity: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: as in `init`.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred done;",
+                "retry:",
+                "mbarrier.try_wait.parity.shared::cta.b64 done, [{bar}], {parity};",
+                "@!done bra retry;",
+                "}}",
+                bar = in(reg32) self.0.0,
+                parity = in(reg32) parity,
+                options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        while !emu::ops::mbarrier::try_wait_parity(self.0.0, parity) {}
+    }
+}

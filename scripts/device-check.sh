@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Everything the project checks on a GPU, in one pass (the device machine forgets
+# everything, so one call should do it all). Run from the repository root after
+# `scripts/build-for-device.sh` here; logs go to $OUT (or ./device-out).
+#
+#   scripts/device-check.sh [quick|full]
+set -u
+OUT=${OUT:-device-out}
+mkdir -p "$OUT"
+HOST=./.gpu/host
+mode=${1:-full}
+step() { echo; echo "=== $*"; }
+run() { # run with a time limit, keep going on failure, echo the exit code
+  local limit=$1; shift
+  timeout "$limit" "$@"; local rc=$?
+  echo "[exit $rc] $*"
+}
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,power.limit --format=csv
+run 60 $HOST info
+
+step "main shape, naive and sm90, verified against the exact CPU reference"
+run 300 $HOST --shape 128x7168x16384 --kernel naive --json "$OUT/naive-main.json"
+run 300 $HOST --shape 128x7168x16384 --kernel sm90 --json "$OUT/sm90-main.json"
+run 300 $HOST --shape 128x7168x16384 --kernel sm90 --dist wide --iters 5
+
+step "selftest (GPU)"
+run 600 $HOST selftest --json "$OUT/selftest.json"
+
+step "emulator fidelity: GPU vs emulator"
+run 600 $HOST selftest --compare-emulator --json "$OUT/compare-emulator.json"
+
+if [ "$mode" = full ]; then
+  step "bench"
+  run 600 $HOST bench --json "$OUT/bench.json"
+
+  step "compute-sanitizer on sm90 (small and large)"
+  for tool in memcheck racecheck synccheck; do
+    run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape 256x256x512 --kernel sm90 --iters 0
+  done
+  run 600 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify cpu
+  run 600 compute-sanitizer --tool racecheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify none
+  run 600 compute-sanitizer --tool synccheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify none
+fi
+
+step "bad input: each must print one clear error and exit non-zero"
+for args in "--shape 0x128x64" "--shape 128x128" "--shape 128x128x100" "--shape 128xx128" \
+            "--shape 200000x200000x65536" "--inputs /nonexistent.safetensors" "--kernel sm90 --verify gpu --shape 128x128x64 --iters 0" ; do
+  run 60 $HOST $args
+done
