@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
+use std::sync::{Mutex, mpsc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::cta::{Abort, Cta};
@@ -88,6 +88,7 @@ pub fn launch_with<F: Fn() + Sync>(
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
+                let pool = ThreadPool::new(threads as u32, options.stack_bytes, &kernel);
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= ctas || failed.load(Ordering::Relaxed) {
@@ -95,7 +96,7 @@ pub fn launch_with<F: Fn() + Sync>(
                     }
                     let [gx, gy, _] = config.grid.map(|d| d as u64);
                     let ctaid = [(index % gx) as u32, ((index / gx) % gy) as u32, (index / (gx * gy)) as u32];
-                    let outcome = run_cta(global, &config, options, ctaid, &kernel);
+                    let outcome = run_cta(global, &config, ctaid, &pool);
                     let mut r = result.lock().unwrap_or_else(|e| e.into_inner());
                     match outcome {
                         Ok(counts) => {
@@ -124,31 +125,71 @@ pub fn launch_with<F: Fn() + Sync>(
     }
 }
 
-fn run_cta<F: Fn() + Sync>(
+/// Host threads that run one CTA's emulated threads, reused from CTA to CTA (creating
+/// a host thread costs more than most emulated threads do).
+struct ThreadPool {
+    jobs: Vec<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<BTreeMap<&'static str, u64>>,
+}
+
+/// "Run emulated thread `me` of this CTA": a pointer, because the CTA lives on the
+/// worker's stack and the pool thread borrows it only until it reports done.
+struct Job {
+    cta: *const Cta<'static>,
+    me: u32,
+}
+
+// SAFETY: the worker keeps the CTA alive until every job on it has reported done.
+unsafe impl Send for Job {}
+
+impl ThreadPool {
+    fn new<F: Fn() + Sync>(threads: u32, stack_bytes: usize, kernel: &F) -> ThreadPool {
+        let (done_tx, done) = mpsc::channel();
+        let jobs = (0..threads)
+            .map(|t| {
+                let (tx, rx) = mpsc::channel::<Job>();
+                let done_tx = done_tx.clone();
+                // The kernel outlives the pool (both live inside `launch_with`); the pool
+                // threads are detached but exit when their job channel closes.
+                let kernel: &'static (dyn Fn() + Sync) = unsafe { std::mem::transmute(kernel as &(dyn Fn() + Sync)) };
+                std::thread::Builder::new()
+                    .name(format!("emu-thread-{t}"))
+                    .stack_size(stack_bytes)
+                    .spawn(move || {
+                        while let Ok(job) = rx.recv() {
+                            // SAFETY: see `Job`.
+                            let cta = unsafe { &*job.cta };
+                            let counts = run_thread(cta, job.me, kernel);
+                            if done_tx.send(counts).is_err() {
+                                break;
+                            }
+                        }
+                    })
+                    .expect("cannot start an emulator host thread");
+                tx
+            })
+            .collect();
+        ThreadPool { jobs, done }
+    }
+}
+
+fn run_cta(
     global: &GlobalMemory,
     config: &LaunchConfig,
-    options: &Options,
     ctaid: [u32; 3],
-    kernel: &F,
+    pool: &ThreadPool,
 ) -> Result<BTreeMap<&'static str, u64>, EmuError> {
     let cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
-    let totals: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
-    std::thread::scope(|s| {
-        for me in 0..cta.threads() {
-            let (cta, totals) = (&cta, &totals);
-            let spawned = std::thread::Builder::new()
-                .name(format!("emu-cta{ctaid:?}-t{me}"))
-                .stack_size(options.stack_bytes)
-                .spawn_scoped(s, move || run_thread(cta, me, kernel, totals));
-            if let Err(e) = spawned {
-                let st = cta.lock();
-                let error = EmuError::new(ErrorKind::Launch, "launch", format!("cannot start host thread {me}: {e}"));
-                // Abort unwinds: contain it here, the error is recorded in the CTA state.
-                let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));
-                break;
-            }
+    let ptr = &cta as *const Cta<'_> as *const Cta<'static>;
+    for (me, job) in pool.jobs.iter().enumerate() {
+        job.send(Job { cta: ptr, me: me as u32 }).expect("emulator host thread alive");
+    }
+    let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for _ in 0..pool.jobs.len() {
+        for (k, v) in pool.done.recv().expect("emulator host thread alive") {
+            *totals.entry(k).or_insert(0) += v;
         }
-    });
+    }
     let mut st = cta.lock();
     if let Some(mut e) = st.aborted.take() {
         e.cta = ctaid;
@@ -164,12 +205,7 @@ fn run_cta<F: Fn() + Sync>(
     }
     if let Some(b) = st.bulk.front() {
         return end_error(
-            format!(
-                "the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})",
-                b.dst,
-                b.loc.file(),
-                b.loc.line()
-            ),
+            format!("the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})", b.dst, b.loc.file(), b.loc.line()),
             ErrorKind::Mbarrier,
         );
     }
@@ -189,35 +225,35 @@ fn run_cta<F: Fn() + Sync>(
         }
     }
     drop(st);
-    Ok(totals.into_inner().unwrap_or_else(|e| e.into_inner()))
+    Ok(totals)
 }
 
-fn run_thread<F: Fn() + Sync>(cta: &Cta<'_>, me: u32, kernel: &F, totals: &Mutex<BTreeMap<&'static str, u64>>) {
+/// Runs emulated thread `me` of `cta` on this host thread; returns its instruction counts.
+fn run_thread(cta: &Cta<'_>, me: u32, kernel: &(dyn Fn() + Sync)) -> BTreeMap<&'static str, u64> {
     let body = || {
         drop(cta.wait_for_baton(me, cta.lock()));
         ops::enter(cta, me);
         kernel();
         let counts = ops::leave();
-        let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
-        for (k, v) in counts {
-            *t.entry(k).or_insert(0) += v;
-        }
-        drop(t);
         drop(cta.exit(me, cta.lock()));
+        counts
     };
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
-        ops::leave();
-        if payload.is::<Abort>() {
-            return;
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(counts) => counts,
+        Err(payload) => {
+            let counts = ops::leave();
+            if !payload.is::<Abort>() {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "(non-string panic payload)".into());
+                let mut error = EmuError::new(ErrorKind::Panic, "(kernel code)", format!("the kernel panicked: {message}"));
+                error.thread = Some(me);
+                let st = cta.lock();
+                let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));
+            }
+            counts
         }
-        let message = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "(non-string panic payload)".into());
-        let mut error = EmuError::new(ErrorKind::Panic, "(kernel code)", format!("the kernel panicked: {message}"));
-        error.thread = Some(me);
-        let st = cta.lock();
-        let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));
     }
 }

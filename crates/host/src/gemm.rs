@@ -20,7 +20,7 @@ use nvfp4::Shape;
 use crate::device::Gpu;
 use crate::embedded;
 use crate::error::{CudaContext as _, Error, Result};
-use crate::kernels::{ArchRule, Kernel};
+use crate::kernels::Kernel;
 use crate::problem::Problem;
 use crate::verify::POISON;
 
@@ -55,29 +55,7 @@ pub struct Timing {
 impl<'g> Gemm<'g> {
     /// Loads `kernel` on `gpu`, after checking the GPU can run it.
     pub fn new(gpu: &'g Gpu, kernel: Kernel) -> Result<Gemm<'g>> {
-        let cc = gpu.info.compute_capability;
-        if !kernel.runs_on(cc) {
-            let (rule, why) = kernel.arch_rule();
-            let (need_major, need_minor) = match rule {
-                ArchRule::AtLeast(a, b) | ArchRule::Exactly(a, b) => (a, b),
-            };
-            let runnable: Vec<&str> = Kernel::ALL.iter().filter(|k| k.runs_on(cc)).map(|k| k.name()).collect();
-            return Err(Error::Unsupported {
-                kernel: kernel.name(),
-                why,
-                need_major,
-                need_minor,
-                device: gpu.info.ordinal,
-                name: gpu.info.name.clone(),
-                have_major: cc.0,
-                have_minor: cc.1,
-                hint: if runnable.is_empty() {
-                    "no kernel of this build runs on it; `--emulate` runs them on the CPU".into()
-                } else {
-                    format!("kernels that run here: {} (or `--kernel auto`)", runnable.join(", "))
-                },
-            });
-        }
+        kernel.check_device(&gpu.info)?;
         let (target, entry) = kernel.ptx();
         let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
         let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;

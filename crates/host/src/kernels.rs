@@ -3,6 +3,9 @@
 use std::fmt;
 
 use kernel::{GemmArgs, Launch};
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
 use nvfp4::Shape;
 use serde::Serialize;
 
@@ -71,6 +74,34 @@ impl Kernel {
         }
     }
 
+    /// Fails with a message saying why, and what does run, when the GPU cannot run it.
+    pub fn check_device(self, device: &DeviceInfo) -> Result<()> {
+        let cc = device.compute_capability;
+        if self.runs_on(cc) {
+            return Ok(());
+        }
+        let (rule, why) = self.arch_rule();
+        let (need_major, need_minor) = match rule {
+            ArchRule::AtLeast(a, b) | ArchRule::Exactly(a, b) => (a, b),
+        };
+        let runnable: Vec<&str> = Kernel::ALL.iter().filter(|k| k.runs_on(cc)).map(|k| k.name()).collect();
+        Err(Error::Unsupported {
+            kernel: self.name(),
+            why,
+            need_major,
+            need_minor,
+            device: device.ordinal,
+            name: device.name.clone(),
+            have_major: cc.0,
+            have_minor: cc.1,
+            hint: if runnable.is_empty() {
+                "no kernel of this build runs on it; `--emulate` runs them on the CPU".into()
+            } else {
+                format!("kernels that run here: {} (or `--kernel auto`)", runnable.join(", "))
+            },
+        })
+    }
+
     pub fn runs_on(self, (major, minor): (u32, u32)) -> bool {
         match self.arch_rule().0 {
             ArchRule::AtLeast(a, b) => (major, minor) >= (a, b),
@@ -125,6 +156,73 @@ impl KernelChoice {
             KernelChoice::Auto => {
                 Kernel::ALL.iter().rev().copied().find(|k| cc.is_none_or(|cc| k.runs_on(cc))).unwrap_or(Kernel::Naive)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(cc: (u32, u32)) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "Test GPU".into(),
+            compute_capability: cc,
+            multiprocessors: 1,
+            sm_clock_mhz: 1000.0,
+            memory_clock_mhz: 1000.0,
+            memory_bus_bits: 64,
+            l2_bytes: 1 << 20,
+            memory_bytes: 1 << 30,
+            max_shared_per_block: 48 << 10,
+            driver_cuda_version: (13, 0),
+        }
+    }
+
+    #[test]
+    fn architecture_rules() {
+        assert!(Kernel::Naive.runs_on((7, 5)) && Kernel::Naive.runs_on((9, 0)) && Kernel::Naive.runs_on((10, 0)));
+        assert!(!Kernel::Naive.runs_on((7, 0)), "CUDA 13 dropped Volta");
+        assert!(Kernel::Sm90.runs_on((9, 0)));
+        assert!(!Kernel::Sm90.runs_on((8, 9)) && !Kernel::Sm90.runs_on((10, 0)), "sm_90a PTX runs on Hopper only");
+    }
+
+    #[test]
+    fn auto_picks_the_most_capable_kernel() {
+        assert_eq!(KernelChoice::Auto.resolve(Some((9, 0))), Kernel::Sm90);
+        assert_eq!(KernelChoice::Auto.resolve(Some((8, 0))), Kernel::Naive);
+        assert_eq!(KernelChoice::Auto.resolve(Some((10, 0))), Kernel::Naive);
+        assert_eq!(KernelChoice::Auto.resolve(None), Kernel::Sm90, "the emulator runs everything");
+        assert_eq!(KernelChoice::Naive.resolve(Some((9, 0))), Kernel::Naive);
+    }
+
+    #[test]
+    fn a_kernel_the_gpu_cannot_run_says_why_and_what_can() {
+        let err = Kernel::Sm90.check_device(&device((8, 9))).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("kernel `sm90` needs compute capability 9.0"), "{text}");
+        assert!(text.contains("wgmma exists only on Hopper"), "{text}");
+        assert!(text.contains("has 8.9"), "{text}");
+        assert!(text.contains("kernels that run here: naive"), "{text}");
+        assert_eq!(err.exit_code(), 3);
+
+        let err = Kernel::Naive.check_device(&device((6, 1))).unwrap_err().to_string();
+        assert!(err.contains("needs compute capability 7.5"), "{err}");
+        assert!(err.contains("no kernel of this build runs on it; `--emulate`"), "{err}");
+
+        assert!(Kernel::Sm90.check_device(&device((9, 0))).is_ok());
+    }
+
+    #[test]
+    fn every_kernel_has_its_ptx_and_a_launch() {
+        let shape = Shape::new(300, 200, 128, 2).unwrap();
+        for k in Kernel::ALL {
+            let (target, entry) = k.ptx();
+            let ptx = crate::embedded::target(target).expect("embedded target");
+            assert!(ptx.ptx.contains(&format!(".entry {entry}")), "{entry} missing from {target}");
+            let launch = k.launch(shape);
+            assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
         }
     }
 }

@@ -1,0 +1,139 @@
+//! The `host` command as a user meets it: clear errors with non-zero exit codes for bad
+//! input, the safetensors round trip, and the emulator path, on any machine.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use host::generate::{Distribution, generate};
+use host::io;
+use host::reference::reference;
+
+fn host(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_host")).args(args).output().expect("run host")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh path in the temp directory.
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nvfp4-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn bad_shapes_are_refused_with_a_reason() {
+    for (shape, needle) in [
+        ("0x128x64", "M = 0"),
+        ("128x0x64", "N = 0"),
+        ("128x128", "expected a shape MxNxK or MxNxKxL"),
+        ("128xx128", "expected a shape MxNxK or MxNxKxL"),
+        ("-1x128x64", "expected a shape MxNxK or MxNxKxL"),
+        ("128x128x100", "K = 100 is not a multiple of 64"),
+        ("128x128x64x0", "L = 0"),
+        ("99999999999x1x64", "M is too large"),
+    ] {
+        let o = host(&[&format!("--shape={shape}"), "--emulate"]);
+        assert_eq!(o.status.code(), Some(2), "{shape}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with("error: invalid shape"), "{shape}: {err}");
+        assert!(err.contains(needle), "{shape}: expected `{needle}` in: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn conflicting_options_are_refused() {
+    let o = host(&["--shape", "128x128x64", "--emulate", "--verify", "gpu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--verify gpu needs a GPU"), "{}", stderr(&o));
+    let o = host(&["--shape", "128x128x64", "--inputs", "x.safetensors"]);
+    assert_eq!(o.status.code(), Some(2), "clap refuses --shape with --inputs");
+    let o = host(&["--kernel", "sm100"]);
+    assert_eq!(o.status.code(), Some(2), "no sm100 kernel exists yet, so clap refuses it");
+}
+
+#[test]
+fn bad_input_files_are_refused_with_a_reason() {
+    let o = host(&["--inputs", "/nonexistent/in.safetensors", "--emulate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/in.safetensors"), "{}", stderr(&o));
+
+    let garbage = temp("garbage.safetensors");
+    std::fs::write(&garbage, b"this is not a safetensors file").unwrap();
+    let o = host(&["--inputs", garbage.to_str().unwrap(), "--emulate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("safetensors"), "{}", stderr(&o));
+}
+
+#[test]
+fn safetensors_in_emulated_run_safetensors_out() {
+    let problem = generate("100x72x128x2".parse().unwrap(), Distribution::Wide, 3);
+    let inputs = temp("inputs.safetensors");
+    let output = temp("output.safetensors");
+    io::save_inputs(&inputs, &problem).unwrap();
+    let o = host(&[
+        "--inputs",
+        inputs.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+        "--emulate",
+        "--kernel",
+        "sm90",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("verify   PASS"), "{}", stdout(&o));
+    let (dims, c) = io::load_output(&output).unwrap();
+    assert_eq!(dims, [2, 100, 72]);
+    let want = reference(&problem);
+    assert!(c.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
+}
+
+#[test]
+fn emulated_run_prints_the_report_and_json() {
+    let json = temp("report.json");
+    let o = host(&["--shape", "128x128x128", "--emulate", "--kernel", "naive", "--json", json.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in ["device   CPU emulator", "problem  128x128x128", "kernel   naive", "verify   PASS", "bit-exact", "emulated"] {
+        assert!(out.contains(line), "missing `{line}` in:\n{out}");
+    }
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["kernel"], "naive");
+    assert_eq!(report["verification"]["mismatches"], 0);
+    assert_eq!(report["emulated"], true);
+}
+
+#[test]
+fn selftest_under_the_emulator_passes() {
+    let o = host(&["selftest", "--emulate"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("24 of 24 cases passed"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+/// Without a CUDA driver a GPU run says so and what still works; with one, it runs.
+/// Either way the branch this machine takes is checked, never skipped.
+#[test]
+fn gpu_run_without_a_driver_explains_what_still_works() {
+    let o = host(&["--shape", "128x128x64", "--iters", "1"]);
+    if host::device::driver_present() {
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("verify   PASS"), "{}", stdout(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("no CUDA driver found"), "{err}");
+        assert!(err.contains("--emulate"), "{err}");
+        let o = host(&["info"]);
+        assert_eq!(o.status.code(), Some(3));
+        assert!(stdout(&o).contains("sm90a"), "info lists the embedded PTX first: {}", stdout(&o));
+    }
+}

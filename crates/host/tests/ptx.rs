@@ -1,0 +1,82 @@
+//! The embedded PTX: every target built, the right entry points and instructions in each,
+//! and (where ptxas was available at build time; CI requires it) assembled with no
+//! spills, no stack and no serialized wgmma.
+
+use host::embedded::{TARGETS, target};
+
+#[test]
+fn every_target_is_embedded_for_its_architecture() {
+    let names: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+    assert_eq!(names, ["portable", "sm90a", "sm100a"]);
+    for t in TARGETS {
+        assert!(t.ptx.contains(&format!(".target {}", t.arch)), "{} PTX does not target {}", t.name, t.arch);
+        assert!(t.ptx.contains(".address_size 64"), "{}", t.name);
+    }
+    // tcgen05's block-scaled FP4 MMA needs PTX ISA 8.7 (rustc's default for sm_100a is 8.6).
+    assert!(target("sm100a").unwrap().ptx.contains(".version 8.7"));
+}
+
+#[test]
+fn each_ptx_has_its_entry_points() {
+    let entries = |name: &str| -> Vec<String> {
+        target(name)
+            .unwrap()
+            .ptx
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".visible .entry ").map(|e| e.trim_end_matches('(').to_string()))
+            .collect()
+    };
+    assert_eq!(entries("portable"), ["nvfp4_gemm_naive"]);
+    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90"]);
+    assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive"]);
+}
+
+#[test]
+fn sm90_uses_the_hopper_instructions_it_is_written_with() {
+    let ptx = target("sm90a").unwrap().ptx;
+    for instruction in [
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+        "wgmma.fence.sync.aligned",
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned 0",
+        "cp.async.cg.shared.global",
+        "cp.async.wait_group 2",
+        "fence.proxy.async.shared::cta",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "cvt.rn.f16x2.e4m3x2",
+        "mul.rn.f16x2",
+        "shfl.sync.idx.b32",
+    ] {
+        assert!(ptx.contains(instruction), "sm90 PTX lacks `{instruction}`");
+    }
+}
+
+#[test]
+fn no_kernel_uses_local_memory() {
+    for t in TARGETS {
+        assert!(!t.ptx.contains(".local"), "{} PTX uses local memory (a register array indexed at run time?)", t.name);
+        assert!(!t.ptx.contains(".extern .func"), "{} PTX calls a function outside itself", t.name);
+    }
+}
+
+#[test]
+#[cfg_attr(not(ptxas_found), ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)")]
+fn ptxas_assembles_every_kernel_without_spills() {
+    for t in TARGETS {
+        let report = t.ptxas_report.unwrap_or_else(|| panic!("no ptxas report for {}", t.name));
+        let entries = t.ptx.matches(".visible .entry ").count();
+        let compiled = report.matches("Compiling entry function").count();
+        assert_eq!(compiled, entries, "{}: ptxas compiled {compiled} of {entries} entries:\n{report}", t.name);
+        let properties: Vec<&str> = report.lines().filter(|l| l.contains("bytes stack frame")).collect();
+        assert_eq!(properties.len(), entries, "{report}");
+        for line in properties {
+            assert!(
+                line.contains("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
+                "{}: {line}\n{report}",
+                t.name
+            );
+        }
+        // C75xx "Potential Performance Loss" (serialized wgmma, ignored setmaxnreg...).
+        assert!(!report.contains("Potential Performance Loss"), "{}:\n{report}", t.name);
+    }
+}
