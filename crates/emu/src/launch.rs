@@ -180,7 +180,7 @@ fn run_cta(
     pool: &ThreadPool,
 ) -> Result<BTreeMap<&'static str, u64>, EmuError> {
     let cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
-    let ptr = &cta as *const Cta<'_> as *const Cta<'static>;
+    let ptr: *const Cta<'static> = (&cta as *const Cta<'_>).cast();
     for (me, job) in pool.jobs.iter().enumerate() {
         job.send(Job { cta: ptr, me: me as u32 }).expect("emulator host thread alive");
     }

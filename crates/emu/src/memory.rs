@@ -192,7 +192,7 @@ impl SharedMemory {
                 ),
             ));
         }
-        if align > 1 && addr % align != 0 {
+        if align > 1 && !addr.is_multiple_of(align) {
             return Err((ErrorKind::OutOfBounds, format!("shared address {addr:#x} is not {align}-byte aligned")));
         }
         Ok((addr - self.base) as usize)

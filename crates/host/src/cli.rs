@@ -281,7 +281,6 @@ fn info(device: usize) -> Result<i32> {
         println!("  {:<9} {:<8} {:>7} bytes, {}", t.name, t.arch, t.ptx.len(), assembled);
     }
     if !driver_present() {
-        println!("no CUDA driver: GPU runs are impossible here; `--emulate` runs the kernels on the CPU");
         return Err(Error::NoDriver);
     }
     let gpu = Gpu::open(device)?;

@@ -93,7 +93,7 @@ const BARRIER_CTA: u32 = 0;
 const _: () = assert!(BLOCK_M == WGMMA_M * CONSUMERS);
 const _: () = assert!(BLOCK_M == WARPGROUP && BLOCK_N == WARPGROUP, "dequantizer thread r owns row r of both tiles");
 const _: () = assert!(ROW_F16_BYTES == 128, "one stage row is one 128B-swizzle row");
-const _: () = assert!(BLOCK_K % (layout::TILE_COLS * SF_VECTOR) == 0, "a stage covers whole blocked scale tiles");
+const _: () = assert!(BLOCK_K.is_multiple_of(layout::TILE_COLS * SF_VECTOR), "a stage covers whole blocked scale tiles");
 const _: () = assert!(ROW_SCALES == layout::TILE_COLS, "a stage reads exactly one blocked scale tile per 128 rows");
 const _: () = assert!(BLOCK_M == layout::TILE_ROWS);
 const _: () = assert!(ACCUMULATORS == 64, "the epilogue below is unrolled for 32 register pairs");
@@ -125,8 +125,8 @@ const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
 pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 
 const _: () =
-    assert!(A16_STAGE_BYTES % 1024 == 0 && B16_OFFSET % 1024 == 0, "swizzled tiles start on 1024-byte boundaries");
-const _: () = assert!(FULL_OFFSET % 8 == 0, "mbarriers are 8-byte aligned");
+    assert!(A16_STAGE_BYTES.is_multiple_of(1024) && B16_OFFSET.is_multiple_of(1024), "swizzled tiles start on 1024-byte boundaries");
+const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
 const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
 
 /// Arrivals that fill an fp16 stage: every dequantizer thread.
@@ -485,7 +485,7 @@ fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUM
     let row0 = tile.m0 + half * WGMMA_M + 16 * warp + lane / 4;
     let col0 = tile.n0 + 2 * (lane % 4);
     seq_macro::seq!(PAIR in 0..32 {{
-        const V: u32 = 2 * PAIR;
+        const V: u32 = 2;
         let (row, col) = (row0 + 8 * ((V / 2) % 2), col0 + 8 * (V / 4));
         if row < m_count && col < n_count {
             let addr = batch + (row as u64 * n_count as u64 + col as u64) * F16_BYTES as u64;

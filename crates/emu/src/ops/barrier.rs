@@ -17,7 +17,7 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
         ex.fail(ErrorKind::Barrier, format!("barrier id {id} is out of range 0..{NAMED_BARRIERS}"));
     }
     let expected = count.unwrap_or(threads.next_multiple_of(WARP));
-    if expected == 0 || expected % WARP != 0 {
+    if expected == 0 || !expected.is_multiple_of(WARP) {
         ex.fail(
             ErrorKind::Barrier,
             format!("thread count {expected} of barrier {id} is not a positive multiple of {WARP}"),

@@ -56,10 +56,10 @@ fn enqueue(mut ex: super::Exec, source: Source, dst: u32, bytes: u32, mbar: u32)
 #[track_caller]
 pub fn global_to_shared(dst: u32, src: u64, size: u32, mbar: u32) {
     let ex = exec("cp.async.bulk.shared::cta.global");
-    if size == 0 || size % 16 != 0 {
+    if size == 0 || !size.is_multiple_of(16) {
         ex.fail(ErrorKind::OutOfBounds, format!("bulk copy size {size} is not a positive multiple of 16"));
     }
-    if src % 16 != 0 {
+    if !src.is_multiple_of(16) {
         ex.fail(ErrorKind::OutOfBounds, format!("bulk copy source {src:#x} is not 16-byte aligned"));
     }
     if let Err(m) = ex.cta.global.resolve(src, size as usize) {

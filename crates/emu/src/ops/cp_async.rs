@@ -61,7 +61,7 @@ pub fn copy(dst: u32, src: u64, size: u32, src_size: u32) {
     }
     let r = ex.st.smem.index(dst, size, size);
     let (mut ex, i) = ex.check(r);
-    if src % size as u64 != 0 {
+    if !src.is_multiple_of(size as u64) {
         ex.fail(ErrorKind::OutOfBounds, format!("cp.async global source {src:#x} is not {size}-byte aligned"));
     }
     if src_size > 0

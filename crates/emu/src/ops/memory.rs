@@ -72,7 +72,7 @@ pub fn ld_global<T: Pod>(addr: u64) -> T {
         Ok(p) => p,
         Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
     };
-    if addr % size.min(16) as u64 != 0 {
+    if !addr.is_multiple_of(size.min(16) as u64) {
         ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
     }
     drop(ex);
@@ -89,7 +89,7 @@ pub fn st_global<T: Pod>(addr: u64, value: T) {
         Ok(p) => p,
         Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
     };
-    if addr % size.min(16) as u64 != 0 {
+    if !addr.is_multiple_of(size.min(16) as u64) {
         ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
     }
     drop(ex);

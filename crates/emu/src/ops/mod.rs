@@ -32,7 +32,7 @@ thread_local! {
 
 /// Binds this host thread to emulated thread `me` of `cta` for the kernel's duration.
 pub(crate) fn enter(cta: &Cta<'_>, me: u32) {
-    CURRENT.with(|c| c.set(Some((cta as *const Cta<'_> as *const Cta<'static>, me))));
+    CURRENT.with(|c| c.set(Some(((cta as *const Cta<'_>).cast::<Cta<'static>>(), me))));
 }
 
 pub(crate) fn leave() -> BTreeMap<&'static str, u64> {

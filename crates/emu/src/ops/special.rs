@@ -42,6 +42,16 @@ pub fn laneid() -> u32 {
     current("mov %laneid").1 % crate::cta::WARP
 }
 
+/// `%warpid`: on hardware the warp's slot on its SM, which may change during execution
+/// and is meant for profiling only; the emulator returns the warp's index in its CTA
+/// (linear thread index / 32), one value the hardware may give. Kernels that need their
+/// warp index compute it from `%tid`.
+#[track_caller]
+pub fn warpid() -> u32 {
+    count("mov.special");
+    current("mov %warpid").1 / crate::cta::WARP
+}
+
 /// The shared-window address of the dynamic shared memory (`DYN_SMEM` in the kernel).
 #[track_caller]
 pub fn dynamic_smem_base() -> u32 {
