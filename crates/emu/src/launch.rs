@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, mpsc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use crate::cta::{Abort, Cta};
 use crate::memory::GlobalMemory;
@@ -205,7 +205,12 @@ fn run_cta(
     }
     if let Some(b) = st.bulk.front() {
         return end_error(
-            format!("the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})", b.dst, b.loc.file(), b.loc.line()),
+            format!(
+                "the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})",
+                b.dst,
+                b.loc.file(),
+                b.loc.line()
+            ),
             ErrorKind::Mbarrier,
         );
     }
@@ -248,7 +253,8 @@ fn run_thread(cta: &Cta<'_>, me: u32, kernel: &(dyn Fn() + Sync)) -> BTreeMap<&'
                     .cloned()
                     .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "(non-string panic payload)".into());
-                let mut error = EmuError::new(ErrorKind::Panic, "(kernel code)", format!("the kernel panicked: {message}"));
+                let mut error =
+                    EmuError::new(ErrorKind::Panic, "(kernel code)", format!("the kernel panicked: {message}"));
                 error.thread = Some(me);
                 let st = cta.lock();
                 let _ = catch_unwind(AssertUnwindSafe(|| cta.abort(st, error)));

@@ -101,7 +101,9 @@ fn emulated_run_prints_the_report_and_json() {
     let o = host(&["--shape", "128x128x128", "--emulate", "--kernel", "naive", "--json", json.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    for line in ["device   CPU emulator", "problem  128x128x128", "kernel   naive", "verify   PASS", "bit-exact", "emulated"] {
+    for line in
+        ["device   CPU emulator", "problem  128x128x128", "kernel   naive", "verify   PASS", "bit-exact", "emulated"]
+    {
         assert!(out.contains(line), "missing `{line}` in:\n{out}");
     }
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -60,7 +60,10 @@ fn no_kernel_uses_local_memory() {
 }
 
 #[test]
-#[cfg_attr(not(ptxas_found), ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)")]
+#[cfg_attr(
+    not(ptxas_found),
+    ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)"
+)]
 fn ptxas_assembles_every_kernel_without_spills() {
     for t in TARGETS {
         let report = t.ptxas_report.unwrap_or_else(|| panic!("no ptxas report for {}", t.name));

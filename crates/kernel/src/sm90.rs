@@ -93,7 +93,8 @@ const BARRIER_CTA: u32 = 0;
 const _: () = assert!(BLOCK_M == WGMMA_M * CONSUMERS);
 const _: () = assert!(BLOCK_M == WARPGROUP && BLOCK_N == WARPGROUP, "dequantizer thread r owns row r of both tiles");
 const _: () = assert!(ROW_F16_BYTES == 128, "one stage row is one 128B-swizzle row");
-const _: () = assert!(BLOCK_K.is_multiple_of(layout::TILE_COLS * SF_VECTOR), "a stage covers whole blocked scale tiles");
+const _: () =
+    assert!(BLOCK_K.is_multiple_of(layout::TILE_COLS * SF_VECTOR), "a stage covers whole blocked scale tiles");
 const _: () = assert!(ROW_SCALES == layout::TILE_COLS, "a stage reads exactly one blocked scale tile per 128 rows");
 const _: () = assert!(BLOCK_M == layout::TILE_ROWS);
 const _: () = assert!(ACCUMULATORS == 64, "the epilogue below is unrolled for 32 register pairs");
@@ -124,8 +125,10 @@ const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
 /// Total dynamic shared memory.
 pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 
-const _: () =
-    assert!(A16_STAGE_BYTES.is_multiple_of(1024) && B16_OFFSET.is_multiple_of(1024), "swizzled tiles start on 1024-byte boundaries");
+const _: () = assert!(
+    A16_STAGE_BYTES.is_multiple_of(1024) && B16_OFFSET.is_multiple_of(1024),
+    "swizzled tiles start on 1024-byte boundaries"
+);
 const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
 const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
 

@@ -48,7 +48,10 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
     let warp = ex.me / WARP;
     let members = warp_members(ex.cta, warp);
     if members.len() != WARP as usize {
-        ex.fail(ErrorKind::Collective, format!("shfl.sync with a full membermask in a partial warp of {} threads", members.len()));
+        ex.fail(
+            ErrorKind::Collective,
+            format!("shfl.sync with a full membermask in a partial warp of {} threads", members.len()),
+        );
     }
     let slot = Slot { a: value as u64, b: src_lane as u64, ..Slot::default() };
     let (ex, out) = ex.collective(Scope::Warp(warp), members, slot, |_, _, inputs, out| {
