@@ -197,4 +197,15 @@ impl SharedMemory {
         }
         Ok((addr - self.base) as usize)
     }
+
+    /// Marks `[i, i + len)` (indices into `bytes`) as owned by a pending asynchronous copy,
+    /// refusing bytes an in-flight wgmma still reads.
+    pub fn claim_for_async_write(&mut self, i: usize, len: usize) -> Result<(), (ErrorKind, String)> {
+        if let Some(b) = (i..i + len).find(|&b| self.async_readers[b] > 0) {
+            let a = self.base + b as u32;
+            return Err((ErrorKind::InFlightRead, format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads")));
+        }
+        self.async_writers[i..i + len].iter_mut().for_each(|b| *b += 1);
+        Ok(())
+    }
 }

@@ -13,6 +13,23 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
+/// Defines the GPU entry point `$name` of a GEMM kernel body: the [`GemmArgs`] fields
+/// as scalar kernel parameters (device addresses as u64), so any launcher can pass them
+/// without agreeing on a struct layout.
+///
+/// The entry point is `unsafe`: the addresses must be device allocations of the sizes
+/// [`GemmArgs`] describes, and the launch must use the kernel's own launch geometry.
+macro_rules! gemm_entry_point {
+    ($name:ident => $body:path) => {
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments, missing_docs)]
+        pub unsafe extern "ptx-kernel" fn $name(a: u64, b: u64, sfa: u64, sfb: u64, c: u64, m: u32, n: u32, k: u32, l: u32) {
+            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
+        }
+    };
+}
+
 pub mod naive;
 pub mod ptx;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]

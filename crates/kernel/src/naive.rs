@@ -70,23 +70,5 @@ pub fn gemm(args: &GemmArgs) {
     }
 }
 
-/// The GPU entry point (`.entry nvfp4_gemm_naive`).
-///
-/// # Safety
-/// The addresses must be device allocations of the sizes [`GemmArgs`] describes.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn nvfp4_gemm_naive(
-    a: u64,
-    b: u64,
-    sfa: u64,
-    sfb: u64,
-    c: u64,
-    m: u32,
-    n: u32,
-    k: u32,
-    l: u32,
-) {
-    gemm(&GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
-}
+// The GPU entry point: `.entry nvfp4_gemm_naive`.
+gemm_entry_point!(nvfp4_gemm_naive => gemm);

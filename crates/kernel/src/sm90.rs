@@ -488,7 +488,7 @@ fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUM
     let row0 = tile.m0 + half * WGMMA_M + 16 * warp + lane / 4;
     let col0 = tile.n0 + 2 * (lane % 4);
     seq_macro::seq!(PAIR in 0..32 {{
-        const V: u32 = 2;
+        const V: u32 = 2 * PAIR;
         let (row, col) = (row0 + 8 * ((V / 2) % 2), col0 + 8 * (V / 4));
         if row < m_count && col < n_count {
             let addr = batch + (row as u64 * n_count as u64 + col as u64) * F16_BYTES as u64;
@@ -505,24 +505,5 @@ fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUM
     }});
 }
 
-/// The GPU entry point (`.entry nvfp4_gemm_sm90`).
-///
-/// # Safety
-/// The addresses must be device allocations of the sizes [`GemmArgs`] describes, and the
-/// launch must use [`launch`]'s geometry.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn nvfp4_gemm_sm90(
-    a: u64,
-    b: u64,
-    sfa: u64,
-    sfb: u64,
-    c: u64,
-    m: u32,
-    n: u32,
-    k: u32,
-    l: u32,
-) {
-    gemm::<Correct>(&GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
-}
+// The GPU entry point: `.entry nvfp4_gemm_sm90`.
+gemm_entry_point!(nvfp4_gemm_sm90 => gemm::<Correct>);

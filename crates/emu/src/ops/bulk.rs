@@ -38,14 +38,8 @@ fn enqueue(mut ex: super::Exec, source: Source, dst: u32, bytes: u32, mbar: u32)
     ex = ex2;
     let r = ex.st.smem.index(dst, bytes, 16);
     let (mut ex, i) = ex.check(r);
-    if let Some(b) = (i..i + bytes as usize).find(|&b| ex.st.smem.async_readers[b] > 0) {
-        let a = ex.st.smem.base + b as u32;
-        ex.fail(
-            ErrorKind::InFlightRead,
-            format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads"),
-        );
-    }
-    ex.st.smem.async_writers[i..i + bytes as usize].iter_mut().for_each(|b| *b += 1);
+    let r = ex.st.smem.claim_for_async_write(i, bytes as usize);
+    let (mut ex, ()) = ex.check(r);
     let sequence = ex.st.next_sequence();
     let (thread, loc) = (ex.me, ex.loc);
     ex.st.bulk.push_back(BulkCopy { sequence, source, dst, bytes, mbarrier: mbar, thread, loc });

@@ -69,14 +69,8 @@ pub fn copy(dst: u32, src: u64, size: u32, src_size: u32) {
     {
         ex.fail(ErrorKind::OutOfBounds, m);
     }
-    if let Some(b) = (i..i + size as usize).find(|&b| ex.st.smem.async_readers[b] > 0) {
-        let a = ex.st.smem.base + b as u32;
-        ex.fail(
-            ErrorKind::InFlightRead,
-            format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads"),
-        );
-    }
-    ex.st.smem.async_writers[i..i + size as usize].iter_mut().for_each(|b| *b += 1);
+    let r = ex.st.smem.claim_for_async_write(i, size as usize);
+    let (mut ex, ()) = ex.check(r);
     let sequence = ex.st.next_sequence();
     let (me, loc) = (ex.me as usize, ex.loc);
     let copies = &mut ex.st.copies[me];

@@ -63,11 +63,11 @@ pub fn st_shared<T: Pod>(addr: u32, value: T) {
     smem.unfenced[me].push(UnfencedWrite { start: addr, len: size, loc });
 }
 
-/// `ld.global.T` (also the `.nc` read-only form: same semantics here).
+/// The host pointer of a `size`-byte global access at `addr`, after the bounds and
+/// natural-alignment checks (the CTA lock is released: global memory is not CTA state).
 #[track_caller]
-pub fn ld_global<T: Pod>(addr: u64) -> T {
-    let size = size_of::<T>();
-    let ex = exec("ld.global");
+fn global_access(instruction: &'static str, addr: u64, size: usize) -> *mut u8 {
+    let ex = exec(instruction);
     let ptr = match ex.cta.global.resolve(addr, size) {
         Ok(p) => p,
         Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
@@ -75,24 +75,21 @@ pub fn ld_global<T: Pod>(addr: u64) -> T {
     if !addr.is_multiple_of(size.min(16) as u64) {
         ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
     }
-    drop(ex);
-    // SAFETY: `resolve` checked the range lies in a live allocation.
+    ptr
+}
+
+/// `ld.global.T` (also the `.nc` read-only form: same semantics here).
+#[track_caller]
+pub fn ld_global<T: Pod>(addr: u64) -> T {
+    let ptr = global_access("ld.global", addr, size_of::<T>());
+    // SAFETY: `global_access` checked the range lies in a live allocation.
     unsafe { std::ptr::read_unaligned(ptr as *const T) }
 }
 
 /// `st.global.T`.
 #[track_caller]
 pub fn st_global<T: Pod>(addr: u64, value: T) {
-    let size = size_of::<T>();
-    let ex = exec("st.global");
-    let ptr = match ex.cta.global.resolve(addr, size) {
-        Ok(p) => p,
-        Err(m) => ex.fail(ErrorKind::OutOfBounds, m),
-    };
-    if !addr.is_multiple_of(size.min(16) as u64) {
-        ex.fail(ErrorKind::OutOfBounds, format!("global address {addr:#x} is not {size}-byte aligned"));
-    }
-    drop(ex);
+    let ptr = global_access("st.global", addr, size_of::<T>());
     // SAFETY: as in `ld_global`.
     unsafe { std::ptr::write_unaligned(ptr as *mut T, value) };
 }
