@@ -51,10 +51,20 @@ pub(crate) enum ThreadState {
 /// The threads a collective instruction joins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Scope {
-    /// A warp (its index in the CTA).
-    Warp(u32),
+    /// The lanes `mask` of warp `warp` (its index in the CTA).
+    Warp { warp: u32, mask: u32 },
     /// A warpgroup (its index in the CTA).
     Warpgroup(u32),
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Scope::Warp { warp, mask: u32::MAX } => write!(f, "warp {warp}"),
+            Scope::Warp { warp, mask } => write!(f, "lanes {mask:#010x} of warp {warp}"),
+            Scope::Warpgroup(wg) => write!(f, "warpgroup {wg}"),
+        }
+    }
 }
 
 /// Operands one thread brings to a collective.
@@ -87,6 +97,10 @@ pub(crate) struct NamedBarrier {
     pub generation: u64,
 }
 
+/// False polls per live thread, with nothing else executed in between, after which a
+/// polling loop is reported as a deadlock.
+pub const FUTILE_POLL_LIMIT: u64 = 1_000;
+
 /// Named barriers per CTA.
 pub const NAMED_BARRIERS: u32 = 16;
 
@@ -106,6 +120,8 @@ pub(crate) struct CtaState {
     pub wgmma_fenced: Vec<bool>,
     /// Monotonic counter that orders asynchronous work for lazy completion.
     pub async_sequence: u64,
+    /// False polls since any thread last executed another instruction.
+    pub futile_polls: u64,
 }
 
 /// A CTA: its identity, its state and one wake-up signal per thread.
@@ -147,6 +163,7 @@ impl<'g> Cta<'g> {
                 wgmma: (0..warpgroups).map(|_| WarpgroupMma::default()).collect(),
                 wgmma_fenced: vec![false; threads],
                 async_sequence: 0,
+                futile_polls: 0,
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
         }
@@ -199,6 +216,53 @@ impl<'g> Cta<'g> {
         self.wait_for_baton(me, st)
     }
 
+    /// Thread `me` polled something that is not ready (`test_wait`). Polls change
+    /// nothing, so the CTA counts false polls since any thread last executed anything
+    /// else. Once every live thread has polled in vain, one piece of lazy asynchronous
+    /// work is completed (it may be what they wait for); if there is none and the polls
+    /// go on to `FUTILE_POLL_LIMIT`, the polling loop can never end and is reported as a
+    /// deadlock. Otherwise the baton goes to the next runnable thread (a single probe
+    /// that returns false and moves on is legal).
+    pub fn yield_baton<'a>(
+        &'a self,
+        me: u32,
+        mut st: MutexGuard<'a, CtaState>,
+        polling: Wait,
+        instruction: &'static str,
+        loc: Loc,
+    ) -> MutexGuard<'a, CtaState> {
+        st.futile_polls += 1;
+        let live = st.threads.iter().filter(|t| !matches!(t, ThreadState::Exited)).count() as u64;
+        if st.futile_polls >= live {
+            match crate::ops::complete_one_lazy(self, &mut st) {
+                Ok(true) => {
+                    st.futile_polls = 0;
+                    return st;
+                }
+                Ok(false) => {}
+                Err(error) => self.abort(st, error),
+            }
+        }
+        if st.futile_polls >= FUTILE_POLL_LIMIT * live {
+            st.threads[me as usize] = ThreadState::Blocked { wait: polling, instruction, loc };
+            let report = deadlock_report(&st);
+            self.abort(st, EmuError::new(ErrorKind::Deadlock, "(scheduler)", report));
+        }
+        let n = st.threads.len() as u32;
+        let other = (1..n).map(|i| (me + i) % n).find(|&t| match &st.threads[t as usize] {
+            ThreadState::Runnable => true,
+            ThreadState::Blocked { wait, .. } => satisfied(&st, wait),
+            ThreadState::Exited => false,
+        });
+        if let Some(next) = other {
+            st.threads[next as usize] = ThreadState::Runnable;
+            st.baton = next;
+            self.wake[next as usize].notify_one();
+            return self.wait_for_baton(me, st);
+        }
+        st
+    }
+
     /// Thread `me` has finished the kernel.
     pub fn exit<'a>(&'a self, me: u32, mut st: MutexGuard<'a, CtaState>) -> MutexGuard<'a, CtaState> {
         st.threads[me as usize] = ThreadState::Exited;
@@ -222,7 +286,8 @@ impl<'g> Cta<'g> {
                     loc.file(),
                     loc.line()
                 ),
-            );
+            )
+            .at(me, loc);
             self.abort(st, error);
         }
         self.pass_baton(me, st)
@@ -295,7 +360,7 @@ fn deadlock_report(st: &CtaState) -> String {
                 let r = &st.rendezvous[&scope];
                 let missing: Vec<u32> =
                     r.members.iter().zip(&r.arrived).filter(|(_, a)| !**a).map(|(m, _)| *m).collect();
-                format!("`{instruction}` for threads {} of its {:?} that never arrive", ranges(&missing), scope)
+                format!("`{instruction}` for threads {} of its {scope} that never arrive", ranges(&missing))
             }
         };
         let line = format!("{what} at {}:{}", loc.file(), loc.line());

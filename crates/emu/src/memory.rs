@@ -22,6 +22,9 @@ macro_rules! pod {
 }
 pod!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, [u32; 2], [u32; 4], [u64; 2]);
 
+/// Alignment of every allocation, as `cudaMalloc` guarantees.
+pub const ALLOCATION_ALIGNMENT: usize = 256;
+
 /// Byte pattern of freshly allocated global memory: `cudaMalloc` gives no guarantee,
 /// so the emulator gives something that is never a plausible result.
 pub const UNINITIALISED_BYTE: u8 = 0xA5;
@@ -42,8 +45,9 @@ unsafe impl Sync for Allocation {}
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from `Box::<[u8]>::into_raw` with this `capacity`.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.capacity)) });
+        let layout = std::alloc::Layout::from_size_align(self.capacity, ALLOCATION_ALIGNMENT).expect("allocation size");
+        // SAFETY: `ptr` was allocated in `GlobalMemory::alloc` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, layout) };
     }
 }
 
@@ -73,7 +77,14 @@ impl GlobalMemory {
     /// address kernels use. `name` appears in out-of-bounds reports.
     pub fn alloc(&self, name: &str, len: usize) -> u64 {
         let capacity = len.max(1);
-        let ptr = Box::into_raw(vec![UNINITIALISED_BYTE; capacity].into_boxed_slice()) as *mut u8;
+        let layout = std::alloc::Layout::from_size_align(capacity, ALLOCATION_ALIGNMENT).expect("allocation size");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `ptr` points to `capacity` freshly allocated bytes.
+        unsafe { std::ptr::write_bytes(ptr, UNINITIALISED_BYTE, capacity) };
         let addr = ptr as u64;
         let mut map = self.allocations.write().unwrap_or_else(|e| e.into_inner());
         map.insert(addr, Allocation { name: name.to_string(), ptr, len, capacity });
@@ -201,9 +212,19 @@ impl SharedMemory {
     /// Marks `[i, i + len)` (indices into `bytes`) as owned by a pending asynchronous copy,
     /// refusing bytes an in-flight wgmma still reads.
     pub fn claim_for_async_write(&mut self, i: usize, len: usize) -> Result<(), (ErrorKind, String)> {
+        if let Some(b) = (i..i + len).find(|&b| self.mbarrier_bytes[b]) {
+            let a = self.base + b as u32;
+            return Err((
+                ErrorKind::Mbarrier,
+                format!("copies into shared byte {a:#x}, which holds an mbarrier object"),
+            ));
+        }
         if let Some(b) = (i..i + len).find(|&b| self.async_readers[b] > 0) {
             let a = self.base + b as u32;
-            return Err((ErrorKind::InFlightRead, format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads")));
+            return Err((
+                ErrorKind::InFlightRead,
+                format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads"),
+            ));
         }
         self.async_writers[i..i + len].iter_mut().for_each(|b| *b += 1);
         Ok(())

@@ -24,7 +24,17 @@ macro_rules! gemm_entry_point {
         #[cfg(target_arch = "nvptx64")]
         #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments, missing_docs)]
-        pub unsafe extern "ptx-kernel" fn $name(a: u64, b: u64, sfa: u64, sfb: u64, c: u64, m: u32, n: u32, k: u32, l: u32) {
+        pub unsafe extern "ptx-kernel" fn $name(
+            a: u64,
+            b: u64,
+            sfa: u64,
+            sfb: u64,
+            c: u64,
+            m: u32,
+            n: u32,
+            k: u32,
+            l: u32,
+        ) {
             $body(&$crate::GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
         }
     };

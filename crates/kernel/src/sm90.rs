@@ -480,6 +480,9 @@ fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
 /// loop is unrolled at compile time so every register index is a constant and the
 /// accumulators stay in registers.
 #[inline(always)]
+// `seq!` expands PAIR to the literals 0..32, so `2 * PAIR` reads `2 * 0`, `2 * 1`, ...:
+// clippy's identity/erasing-op lints fire on the expansion, not on anything to simplify.
+#[allow(clippy::identity_op, clippy::erasing_op)]
 fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUMULATORS]) {
     let (m_count, n_count) = (p.args.m, p.args.n);
     let pair_stores = n_count % 2 == 0; // 4-byte aligned pairs need an even row length

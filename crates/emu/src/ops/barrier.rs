@@ -35,12 +35,12 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
         ex.fail(ErrorKind::Barrier, message);
     }
     b.expected = expected;
-    b.arrived += 1;
+    // The hardware counts whole warps: a partial last warp counts 32 when it arrives
+    // (here: when its last thread, the CTA's last, arrives).
+    let padding = if ex.me + 1 == threads { threads.next_multiple_of(WARP) - threads } else { 0 };
+    b.arrived += 1 + padding;
     let generation = b.generation;
-    // Threads past the end of a partial last warp count as arrived, as on hardware where
-    // the barrier counts whole warps.
-    let padding = threads.next_multiple_of(WARP) - threads;
-    if b.arrived + if count.is_none() { padding } else { 0 } >= b.expected {
+    if b.arrived >= b.expected {
         b.arrived = 0;
         b.generation += 1;
         return ex;

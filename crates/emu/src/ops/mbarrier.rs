@@ -62,6 +62,8 @@ impl Mbarrier {
         if self.tx > TX_LIMIT {
             return Err(format!("tx-count {} exceeds the mbarrier's limit {TX_LIMIT}", self.tx));
         }
+        // A copy may have completed its bytes before they were expected.
+        self.maybe_complete();
         Ok(())
     }
 
@@ -168,9 +170,16 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
 }
 
 /// `mbarrier.test_wait.parity.shared::cta.b64 done, [addr], parity;` (non-blocking).
+/// A false result lets the other threads run before the caller polls again, so a
+/// polling loop makes progress (or is reported as a deadlock if it never can).
 #[track_caller]
 pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.test_wait.parity.shared::cta.b64");
     let (ex, ()) = lookup(ex, addr);
-    ex.st.mbarriers[&addr].phase_completed(parity & 1)
+    if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        return true;
+    }
+    let super::Exec { cta, me, st, instruction, loc } = ex;
+    drop(cta.yield_baton(me, st, Wait::Mbarrier { addr, parity: parity & 1 }, instruction, loc));
+    false
 }

@@ -74,8 +74,11 @@ pub(crate) fn exec(instruction: &'static str) -> Exec {
     let loc = Location::caller();
     let (cta, me) = current(instruction);
     count(instruction);
-    let st = cta.lock();
+    let mut st = cta.lock();
     debug_assert_eq!(st.baton, me, "only the baton holder executes instructions");
+    if !instruction.starts_with("mbarrier.test_wait") {
+        st.futile_polls = 0;
+    }
     Exec { cta, me, st, instruction, loc }
 }
 
@@ -114,11 +117,28 @@ impl Exec {
     ) -> (Exec, u64) {
         let me = self.me;
         let (instruction, loc) = (self.instruction, self.loc);
+        // Two groups of one warp whose member sets overlap must not be in different
+        // collectives at once (disjoint groups, e.g. even and odd lanes, are independent).
+        if let Scope::Warp { warp, mask } = scope {
+            let clash = self.st.rendezvous.iter().find(|(s, r)| {
+                r.count > 0
+                    && matches!(s, Scope::Warp { warp: w, mask: m } if *w == warp && *m != mask && *m & mask != 0)
+            });
+            if let Some((_, r)) = clash {
+                let message = format!(
+                    "divergent collective: this thread reached `{instruction}` with membermask {mask:#010x} while lanes of its warp wait at `{}` ({}:{}) with an overlapping mask",
+                    r.instruction,
+                    r.loc.file(),
+                    r.loc.line()
+                );
+                self.fail(ErrorKind::Collective, message);
+            }
+        }
         for &m in &members {
             if matches!(self.st.threads[m as usize], crate::cta::ThreadState::Exited) {
                 self.fail(
                     ErrorKind::Collective,
-                    format!("thread {m} of this {scope:?} has exited: the collective can never complete"),
+                    format!("thread {m} of this {scope} has exited: the collective can never complete"),
                 );
             }
         }
@@ -137,12 +157,13 @@ impl Exec {
             r.loc = loc;
             r.arrived = vec![false; members.len()];
             r.inputs = vec![Slot::default(); members.len()];
-            r.outputs = vec![0; members.len()];
+            // `outputs` keeps the previous round's results: a thread of that round may
+            // not have read its result yet (this round cannot finish without it).
             r.members = members;
         } else if r.instruction != instruction || r.loc != loc || r.members != members {
             let message = format!(
-                "divergent collective: this thread reached `{instruction}` while threads of its {scope:?} wait at `{}` ({}:{}); \
-                 every thread of the {scope:?} must execute the same collective instructions in the same order",
+                "divergent collective: this thread reached `{instruction}` while threads of its {scope} wait at `{}` ({}:{}); \
+                 every thread of the {scope} must execute the same collective instructions in the same order",
                 r.instruction,
                 r.loc.file(),
                 r.loc.line()
@@ -150,7 +171,7 @@ impl Exec {
             self.fail(ErrorKind::Collective, message);
         }
         let Some(pos) = r.members.iter().position(|&m| m == me) else {
-            let message = format!("thread {me} is not a member of the collective's {scope:?}");
+            let message = format!("thread {me} is not a member of the collective's {scope}");
             self.fail(ErrorKind::Collective, message)
         };
         if r.arrived[pos] {

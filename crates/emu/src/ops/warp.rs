@@ -21,7 +21,7 @@ pub fn elect_sync(membermask: u32) -> (u32, bool) {
     let members: Vec<u32> =
         warp_members(ex.cta, warp).into_iter().filter(|t| membermask & (1 << (t % WARP)) != 0).collect();
     let (ex, elected) = ex.collective(
-        Scope::Warp(warp),
+        Scope::Warp { warp, mask: membermask },
         members,
         Slot { a: membermask as u64, ..Slot::default() },
         |_, members, inputs, out| {
@@ -54,7 +54,7 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
         );
     }
     let slot = Slot { a: value as u64, b: src_lane as u64, ..Slot::default() };
-    let (ex, out) = ex.collective(Scope::Warp(warp), members, slot, |_, _, inputs, out| {
+    let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |_, _, inputs, out| {
         for (o, input) in out.iter_mut().zip(inputs) {
             // The source lane wraps within the warp (clamp 0x1f).
             *o = inputs[(input.b % WARP as u64) as usize].a;

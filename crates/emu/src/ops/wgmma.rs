@@ -201,6 +201,10 @@ fn issue(
         OperandA::Smem(c) => c,
         OperandA::Registers(_) => &[],
     };
+    // The tensor core may read its operands any time after issue: they must be ready now.
+    for &addr in a_chunks.iter().chain(&b_chunks) {
+        check_chunk(smem, addr, ex.loc)?;
+    }
     for &addr in a_chunks.iter().chain(&b_chunks) {
         let i = (addr - smem.base) as usize;
         smem.async_readers[i..i + CHUNK as usize].iter_mut().for_each(|r| *r += 1);
@@ -271,25 +275,25 @@ pub fn wait_group(n: u32) {
     drop(ex);
 }
 
-/// Reads 8 f16 values of one shared chunk, checking the async-proxy rules.
-fn read_chunk(ex: &super::Exec, addr: u32, op: &MmaOp) -> Result<[u16; 8], (ErrorKind, String)> {
-    let smem = &ex.st.smem;
+/// Checks that the tensor core may read one 16-byte operand chunk now: no asynchronous
+/// copy still owns it, and every generic write to it was fenced for the async proxy by
+/// its writer. `issued_at` is the wgmma's source line, for the report.
+fn check_chunk(smem: &crate::memory::SharedMemory, addr: u32, issued_at: Loc) -> Result<(), (ErrorKind, String)> {
     let i = (addr - smem.base) as usize;
     for b in i..i + CHUNK as usize {
+        let a = smem.base + b as u32;
         if smem.async_writers[b] > 0 {
             return Err((
                 ErrorKind::AsyncOwned,
                 format!(
-                    "the wgmma issued at {}:{} reads shared byte {:#x} while an asynchronous copy into it is still pending",
-                    op.loc.file(),
-                    op.loc.line(),
-                    smem.base + b as u32
+                    "the wgmma issued at {}:{} reads shared byte {a:#x} while an asynchronous copy into it is still pending",
+                    issued_at.file(),
+                    issued_at.line()
                 ),
             ));
         }
         if smem.unfenced_by[b] != 0 {
             let writer = smem.unfenced_by[b] - 1;
-            let a = smem.base + b as u32;
             let at = smem.unfenced[writer as usize]
                 .iter()
                 .rev()
@@ -301,12 +305,21 @@ fn read_chunk(ex: &super::Exec, addr: u32, op: &MmaOp) -> Result<[u16; 8], (Erro
                 format!(
                     "the wgmma issued at {}:{} reads shared byte {a:#x}, written by thread {writer}{at} through the generic proxy \
                      with no fence.proxy.async in that thread before the wgmma",
-                    op.loc.file(),
-                    op.loc.line()
+                    issued_at.file(),
+                    issued_at.line()
                 ),
             ));
         }
     }
+    Ok(())
+}
+
+/// Reads 8 f16 values of one shared chunk, checking the async-proxy rules again (they
+/// held at issue; nothing may have broken them since).
+fn read_chunk(ex: &super::Exec, addr: u32, op: &MmaOp) -> Result<[u16; 8], (ErrorKind, String)> {
+    let smem = &ex.st.smem;
+    check_chunk(smem, addr, op.loc)?;
+    let i = (addr - smem.base) as usize;
     let mut out = [0u16; 8];
     for (j, v) in out.iter_mut().enumerate() {
         *v = u16::from_le_bytes([smem.bytes[i + 2 * j], smem.bytes[i + 2 * j + 1]]);
