@@ -248,13 +248,7 @@ impl<'g> Cta<'g> {
             let report = deadlock_report(&st);
             self.abort(st, EmuError::new(ErrorKind::Deadlock, "(scheduler)", report));
         }
-        let n = st.threads.len() as u32;
-        let other = (1..n).map(|i| (me + i) % n).find(|&t| match &st.threads[t as usize] {
-            ThreadState::Runnable => true,
-            ThreadState::Blocked { wait, .. } => satisfied(&st, wait),
-            ThreadState::Exited => false,
-        });
-        if let Some(next) = other {
+        if let Some(next) = next_runnable(&st, me).filter(|&t| t != me) {
             st.threads[next as usize] = ThreadState::Runnable;
             st.baton = next;
             self.wake[next as usize].notify_one();
