@@ -66,10 +66,7 @@ fn main() {
     let ptxas = find_ptxas();
     let required = env::var("NVFP4_REQUIRE_PTXAS").is_ok_and(|v| v == "1");
     match &ptxas {
-        Some(p) => {
-            println!("cargo::rustc-cfg=ptxas_found");
-            println!("cargo::warning=assembling the kernels with {}", p.display());
-        }
+        Some(_) => println!("cargo::rustc-cfg=ptxas_found"),
         None if required => panic!(
             "NVFP4_REQUIRE_PTXAS=1 but ptxas was not found: install it with `pip install nvidia-cuda-nvcc==13.0.88` \
              or point PTXAS at it"
