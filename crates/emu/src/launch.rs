@@ -85,10 +85,11 @@ pub fn launch_with<F: Fn() + Sync>(
     let failed = AtomicBool::new(false);
     let result: Mutex<(Stats, Option<(u64, EmuError)>)> = Mutex::new((Stats::default(), None));
     let workers = options.parallel_ctas.clamp(1, ctas.min(64) as usize);
+    let kernel: &(dyn Fn() + Sync) = &kernel;
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
-                let pool = ThreadPool::new(threads as u32, options.stack_bytes, &kernel);
+                let pool = ThreadPool::new(s, threads as u32, options.stack_bytes, kernel);
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= ctas || failed.load(Ordering::Relaxed) {
@@ -143,19 +144,23 @@ struct Job {
 unsafe impl Send for Job {}
 
 impl ThreadPool {
-    fn new<F: Fn() + Sync>(threads: u32, stack_bytes: usize, kernel: &F) -> ThreadPool {
+    /// Starts `threads` host threads in the launch's scope; each exits when the pool (its
+    /// job channel) is dropped, and the scope joins them before the launch returns.
+    fn new<'scope, 'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        threads: u32,
+        stack_bytes: usize,
+        kernel: &'env (dyn Fn() + Sync),
+    ) -> ThreadPool {
         let (done_tx, done) = mpsc::channel();
         let jobs = (0..threads)
             .map(|t| {
                 let (tx, rx) = mpsc::channel::<Job>();
                 let done_tx = done_tx.clone();
-                // The kernel outlives the pool (both live inside `launch_with`); the pool
-                // threads are detached but exit when their job channel closes.
-                let kernel: &'static (dyn Fn() + Sync) = unsafe { std::mem::transmute(kernel as &(dyn Fn() + Sync)) };
                 std::thread::Builder::new()
                     .name(format!("emu-thread-{t}"))
                     .stack_size(stack_bytes)
-                    .spawn(move || {
+                    .spawn_scoped(scope, move || {
                         while let Ok(job) = rx.recv() {
                             // SAFETY: see `Job`.
                             let cta = unsafe { &*job.cta };
