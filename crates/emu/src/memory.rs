@@ -133,10 +133,12 @@ impl GlobalMemory {
         let map = self.allocations.read().unwrap_or_else(|e| e.into_inner());
         if let Some((&start, a)) = map.range(..=addr).next_back() {
             let end = start + a.len as u64;
-            if addr >= start && addr.checked_add(len as u64).is_some_and(|e| e <= end) {
+            // `range(..=addr)` found the last allocation starting at or before `addr`.
+            if addr.checked_add(len as u64).is_some_and(|e| e <= end) {
                 return Ok(a.ptr.wrapping_add((addr - start) as usize));
             }
-            if addr >= start && addr < end.max(start + 1) {
+            // Starts inside it (or at its start, for an empty one) but runs past its end.
+            if addr < end || addr == start {
                 return Err(format!(
                     "{len} bytes at {addr:#x} run past the end of `{}` ({} bytes at {start:#x}) by {} bytes",
                     a.name,

@@ -266,6 +266,12 @@ fn launch_text(kernel: Kernel, shape: Shape) -> String {
     )
 }
 
+/// Loads each kernel on the GPU once (module load and, for portable PTX, the driver's JIT
+/// compile), for commands that run it on many problems.
+fn load_kernels<'g>(gpu: &'g Gpu, kernels: &[Kernel]) -> Result<Vec<Gemm<'g>>> {
+    kernels.iter().map(|&k| Gemm::new(gpu, k)).collect()
+}
+
 fn check(against: &'static str, problem: &Problem, got: &[f16], want: &[f16]) -> Verification {
     Verification::new(against, &compare(problem.shape, got, want), unwritten(got))
 }
@@ -371,23 +377,21 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
         "{:<7} {:<16} {:<8} {:<5} {:>10} {:>10} {:>6} {:>9}",
         "kernel", "shape", "dist", "ok", "mismatch", "unwritten", "ulps", "seconds"
     );
+    let gemms = match &gpu {
+        Some(g) => load_kernels(g, &kernels)?,
+        None => Vec::new(),
+    };
     let mut results = Vec::new();
     for shape_text in &shapes {
         let shape = parse_shape(shape_text)?;
         for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
             let problem = generate(shape, dist, 1000 + i as u64);
             let want = reference(&problem);
-            let mut device_problem = None;
-            for &kernel in &kernels {
+            let mut device_problem = gemms.first().map(|g| g.upload(&problem)).transpose()?;
+            for (k, &kernel) in kernels.iter().enumerate() {
                 let start = Instant::now();
-                let got = match &gpu {
-                    Some(g) => {
-                        let gemm = Gemm::new(g, kernel)?;
-                        if device_problem.is_none() {
-                            device_problem = Some(gemm.upload(&problem)?);
-                        }
-                        gemm.run(device_problem.as_mut().expect("uploaded"))?
-                    }
+                let got = match &mut device_problem {
+                    Some(d) => gemms[k].run(d)?,
                     None => emulate::run(&problem, kernel)?.c,
                 };
                 let verification = check("cpu", &problem, &got, &want);
@@ -445,6 +449,7 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
         "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}",
         "kernel", "shape", "dist", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
     );
+    let gemms = load_kernels(&gpu, &kernels)?;
     let mut results = Vec::new();
     let mut ok = true;
     for shape_text in EMULATOR_SHAPES {
@@ -452,9 +457,9 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
         for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
             let problem = generate(shape, dist, 2000 + i as u64);
             let want = reference(&problem);
-            for &kernel in &kernels {
-                let gemm = Gemm::new(&gpu, kernel)?;
-                let on_gpu = gemm.run(&mut gemm.upload(&problem)?)?;
+            let mut device_problem = gemms[0].upload(&problem)?;
+            for (gemm, &kernel) in gemms.iter().zip(&kernels) {
+                let on_gpu = gemm.run(&mut device_problem)?;
                 let emulated = emulate::run(&problem, kernel)?.c;
                 let between = compare(shape, &on_gpu, &emulated);
                 let differing = on_gpu.iter().zip(&emulated).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as u64;
@@ -539,15 +544,15 @@ fn bench(args: &BenchArgs) -> Result<i32> {
         "{:<7} {:<16} {:>11} {:>9} {:>8} {:>9} {:>10} {:>8}",
         "kernel", "shape", "median us", "TFLOP/s", "GB/s", "of limit", "verified", "ulps"
     );
+    let gemms = load_kernels(&gpu, &kernels)?;
     let mut results = Vec::new();
     let mut failed = false;
     for text in &shapes {
         let shape = parse_shape(text)?;
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
-        for &kernel in &kernels {
-            let gemm = Gemm::new(&gpu, kernel)?;
-            let mut d = gemm.upload(&problem)?;
+        let mut d = gemms[0].upload(&problem)?;
+        for (gemm, &kernel) in gemms.iter().zip(&kernels) {
             let verification = check("cpu", &problem, &gemm.run(&mut d)?, &want);
             failed |= !verification.passed;
             let timing = gemm.time(&mut d, args.iters)?;

@@ -60,7 +60,7 @@ impl<'g> Gemm<'g> {
         let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
         let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
         let function = module.load_function(entry).context(format!("finding kernel {entry}"))?;
-        let smem = kernel.launch(Shape::new(1, 1, 64, 1).map_err(|e| Error::Failed(e.to_string()))?).dynamic_smem;
+        let smem = kernel.dynamic_smem();
         if smem > 48 * 1024 {
             function
                 .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)

@@ -109,6 +109,14 @@ impl Kernel {
         }
     }
 
+    /// Dynamic shared memory per CTA (the same for every shape).
+    pub fn dynamic_smem(self) -> u32 {
+        match self {
+            Kernel::Naive => 0,
+            Kernel::Sm90 => kernel::sm90::SMEM_BYTES,
+        }
+    }
+
     /// Grid, CTA and shared memory for `shape`.
     pub fn launch(self, shape: Shape) -> Launch {
         match self {
@@ -223,6 +231,7 @@ mod tests {
             assert!(ptx.ptx.contains(&format!(".entry {entry}")), "{entry} missing from {target}");
             let launch = k.launch(shape);
             assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
+            assert_eq!(launch.dynamic_smem, k.dynamic_smem());
         }
     }
 }
