@@ -12,6 +12,7 @@ pub mod mbarrier;
 pub mod memory;
 pub mod numeric;
 pub mod special;
+pub mod tcgen05;
 pub mod warp;
 pub mod wgmma;
 

@@ -16,6 +16,7 @@ pub mod fence;
 pub mod mbarrier;
 pub mod memory;
 pub mod special;
+pub mod tcgen05;
 pub mod warp;
 pub mod wgmma;
 
