@@ -10,6 +10,9 @@
 //! | `sm_75` (portable) | [`naive`] |
 //! | `sm_90a` | [`naive`], [`sm90`] |
 //! | `sm_100a` (+PTX 8.7) | [`naive`] |
+//!
+//! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
+//! --probes`) are in the `sm_90a` and `sm_100a` builds.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -41,6 +44,7 @@ macro_rules! gemm_entry_point {
 }
 
 pub mod naive;
+pub mod probes;
 pub mod ptx;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90;
