@@ -52,7 +52,7 @@ pub struct Probe {
 }
 
 /// Every probe, Hopper families first.
-pub const PROBES: [Probe; 7] = [
+pub const PROBES: [Probe; 8] = [
     Probe {
         name: "cvt",
         entry: "probe_cvt",
@@ -69,7 +69,7 @@ pub const PROBES: [Probe; 7] = [
     Probe {
         name: "cp_async",
         entry: "probe_cp_async",
-        checks: "cp.async.cg 16 B / .ca 4 B with src_size 0..16 (zero fill, untouched tail), commit_group / wait_group 1, 0",
+        checks: "cp.async.cg 16 B / .ca 4 B with src_size 0..16 (zero fill, untouched tail), wait_group 1, 0, mbarrier.arrive.noinc",
         targets: &["sm90a", "sm100a"],
         launch: k::cp_async::LAUNCH,
         output_bytes: k::cp_async::OUTPUT_BYTES as usize,
@@ -77,6 +77,19 @@ pub const PROBES: [Probe; 7] = [
         input: cp_async_input,
         expected: cp_async_expected,
         locate: cp_async_locate,
+        tensor_map: false,
+    },
+    Probe {
+        name: "warp",
+        entry: "probe_warp",
+        checks: "shfl.sync.idx.b32 with source lanes past 31 (lane = src & 31), two warps",
+        targets: &["portable", "sm90a", "sm100a"],
+        launch: k::warp::LAUNCH,
+        output_bytes: k::warp::OUTPUT_BYTES as usize,
+        body: k::warp::probe,
+        input: no_input,
+        expected: warp_expected,
+        locate: warp_locate,
         tensor_map: false,
     },
     Probe {
@@ -163,6 +176,8 @@ pub fn target_for(cc: (u32, u32)) -> Option<&'static str> {
     match cc {
         (9, 0) => Some("sm90a"),
         (10, 0) => Some("sm100a"),
+        // The portable build (sm_75 PTX, JIT-compiled upward) holds what every GPU has.
+        cc if cc >= (7, 5) => Some("portable"),
         _ => None,
     }
 }
@@ -171,6 +186,7 @@ fn arch_of(target: &str) -> &'static str {
     match target {
         "sm90a" => "sm_90a",
         "sm100a" => "sm_100a",
+        "portable" => "sm_75+",
         _ => "?",
     }
 }
@@ -671,30 +687,51 @@ fn cp_async_input() -> Vec<u8> {
 
 fn cp_async_expected(input: &[u8]) -> Vec<u8> {
     let fill = k::cp_async::FILL.to_le_bytes()[0];
+    // `size` bytes of which the first `n` come from `src` and the rest are zero.
+    let partial = |src: usize, n: usize, size: usize| {
+        input[src..src + n].iter().copied().chain(std::iter::repeat_n(0, size - n)).collect::<Vec<u8>>()
+    };
     let mut out = Vec::new();
     for t in 0..k::cp_async::THREADS as usize {
         // Slot 0: cg 16 bytes, src_size t % 17: the rest zero.
-        let n = t % 17;
-        out.extend(&input[16 * t..16 * t + n]);
-        out.extend(std::iter::repeat_n(0, 16 - n));
+        out.extend(partial(16 * t, t % 17, 16));
         // Slot 1: ca 4 bytes, src_size t % 5: zero up to 4, the other 12 untouched.
-        let n = t % 5;
-        out.extend(&input[512 + 4 * t..512 + 4 * t + n]);
-        out.extend(std::iter::repeat_n(0, 4 - n));
+        out.extend(partial(512 + 4 * t, t % 5, 4));
         out.extend(std::iter::repeat_n(fill, 12));
         // Slot 2: a whole 16 bytes.
-        out.extend(&input[1024 + 16 * t..1024 + 16 * t + 16]);
+        out.extend(partial(1024 + 16 * t, 16, 16));
+        // Slot 3: cg, src_size 5t % 17, completed through the mbarrier.
+        out.extend(partial(1536 + 16 * t, 5 * t % 17, 16));
     }
     out
 }
 
 fn cp_async_locate(at: usize) -> String {
-    let (t, slot) = (at / 48, (at % 48) / 16);
+    let (t, slot) = (at / 64, (at % 64) / 16);
     match slot {
         0 => format!("thread {t}, cp.async.cg 16 with src_size {}", t % 17),
         1 => format!("thread {t}, cp.async.ca 4 with src_size {} (bytes 4.. must keep the fill)", t % 5),
-        _ => format!("thread {t}, second group (wait_group 0)"),
+        2 => format!("thread {t}, second group (wait_group 0)"),
+        _ => {
+            format!("thread {t}, cp.async.cg with src_size {} completed by cp.async.mbarrier.arrive.noinc", 5 * t % 17)
+        }
     }
+}
+
+// --- warp ---
+
+fn no_input() -> Vec<u8> {
+    vec![0; 16]
+}
+
+fn warp_expected(_: &[u8]) -> Vec<u8> {
+    use k::warp::{THREADS, src, value};
+    (0..THREADS).flat_map(|t| value(t / 32 * 32 + (src(t % 32) & 31)).to_le_bytes()).collect()
+}
+
+fn warp_locate(at: usize) -> String {
+    let t = (at / 4) as u32;
+    format!("thread {t} reads lane {} (operand {})", k::warp::src(t % 32) & 31, k::warp::src(t % 32))
 }
 
 // --- bulk ---
@@ -884,7 +921,7 @@ fn tcgen05_mma_expected(input: &[u8]) -> Vec<u8> {
     let row_bytes = (K / 2) as usize;
     let e2m1 = |base: usize, row: usize, k: usize| {
         let byte = input[base + row * row_bytes + k / 2];
-        nvfp4::e2m1::decode(if k % 2 == 0 { byte & 0xF } else { byte >> 4 }) as f64
+        nvfp4::e2m1::decode(if k.is_multiple_of(2) { byte & 0xF } else { byte >> 4 }) as f64
     };
     let scale = |base: usize, row: usize, k: usize| nvfp4::e4m3::decode(input[base + blocked(row, k / 16)]) as f64;
     let mut out = Vec::new();

@@ -29,6 +29,11 @@ fn cp_async() {
 }
 
 #[test]
+fn warp() {
+    emulated_equals_expected("warp");
+}
+
+#[test]
 fn bulk() {
     emulated_equals_expected("bulk");
 }
@@ -58,7 +63,7 @@ fn tcgen05_mma() {
 #[test]
 fn every_probe_has_a_test_here() {
     let names: Vec<&str> = PROBES.iter().map(|p| p.name).collect();
-    assert_eq!(names, ["cvt", "cp_async", "bulk", "tma", "wgmma", "tcgen05_cp", "tcgen05_mma"]);
+    assert_eq!(names, ["cvt", "cp_async", "warp", "bulk", "tma", "wgmma", "tcgen05_cp", "tcgen05_mma"]);
 }
 
 #[test]

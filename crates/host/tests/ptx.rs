@@ -46,14 +46,22 @@ fn each_ptx_has_its_probes() {
             host::probes::entries_in(t.name).iter().map(|e| e.trim_start_matches("probe_").to_string()).collect();
         assert_eq!(probes, want, "{}", t.name);
     }
-    assert_eq!(host::probes::entries_in("portable"), Vec::<&str>::new());
+    assert_eq!(host::probes::entries_in("portable"), ["probe_warp"]);
     assert_eq!(
         host::probes::entries_in("sm90a"),
-        ["probe_bulk", "probe_cp_async", "probe_cvt", "probe_tma", "probe_wgmma"]
+        ["probe_bulk", "probe_cp_async", "probe_cvt", "probe_tma", "probe_warp", "probe_wgmma"]
     );
     assert_eq!(
         host::probes::entries_in("sm100a"),
-        ["probe_bulk", "probe_cp_async", "probe_cvt", "probe_tcgen05_cp", "probe_tcgen05_mma", "probe_tma"]
+        [
+            "probe_bulk",
+            "probe_cp_async",
+            "probe_cvt",
+            "probe_tcgen05_cp",
+            "probe_tcgen05_mma",
+            "probe_tma",
+            "probe_warp"
+        ]
     );
 }
 
@@ -68,6 +76,7 @@ fn probes_use_the_instructions_they_probe() {
                 "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
                 "mbarrier.test_wait.parity.shared::cta.b64",
                 "cp.async.ca.shared.global",
+                "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
                 "cvt.rn.f16x2.f32",
                 "cvt.rn.f16.f32",
                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",

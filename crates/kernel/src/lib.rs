@@ -12,7 +12,7 @@
 //! | `sm_100a` (+PTX 8.7) | [`naive`] |
 //!
 //! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
-//! --probes`) are in the `sm_90a` and `sm_100a` builds.
+//! --probes`) are in the `sm_90a` and `sm_100a` builds (`probe_warp` in all three).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 

@@ -15,7 +15,8 @@
 //! | entry | PTX targets | instructions |
 //! |---|---|---|
 //! | `probe_cvt` | sm_90a, sm_100a | `cvt.rn.f16x2.e4m3x2`, `cvt.rn.f16x2.f32`, `cvt.rn.f16.f32` |
-//! | `probe_cp_async` | sm_90a, sm_100a | `cp.async.cg` 16 B / `.ca` 4 B with `src_size`, commit / wait_group |
+//! | `probe_cp_async` | sm_90a, sm_100a | `cp.async.cg` 16 B / `.ca` 4 B with `src_size`, commit / wait_group, `cp.async.mbarrier.arrive.noinc` |
+//! | `probe_warp` | all (sm_75 portable too) | `shfl.sync.idx` with source lanes past 31 |
 //! | `probe_bulk` | sm_90a, sm_100a | `cp.async.bulk` (1-D), `mbarrier.arrive.expect_tx`, `test_wait` parities |
 //! | `probe_tma` | sm_90a, sm_100a | `cp.async.bulk.tensor.2d`, 128B swizzle, out-of-bounds fill |
 //! | `probe_wgmma` | sm_90a | `wgmma.mma_async` m64n64k16 SS and RS |
@@ -120,36 +121,49 @@ pub mod cvt {
 // cp.async
 // ---------------------------------------------------------------------------------------
 
-/// `probe_cp_async`: non-bulk asynchronous copies with partial sources, in two groups.
+/// `probe_cp_async`: non-bulk asynchronous copies with partial sources, in two groups,
+/// then one completing on an mbarrier.
 ///
-/// One warp. Thread t owns three 16-byte shared slots, each first filled with
+/// One warp. Thread t owns four 16-byte shared slots, each first filled with
 /// [`cp_async::FILL`] by `st.shared`:
 /// - slot 0: `cp.async.cg` 16 bytes from `input + 16t` with `src_size = t % 17`;
 /// - slot 1: `cp.async.ca` 4 bytes from `input + 512 + 4t` with `src_size = t % 5` (the
 ///   other 12 bytes of the slot must keep the fill);
 /// - both committed as group 1; slot 2: `cp.async.cg` 16 full bytes from
-///   `input + 1024 + 16t`, committed as group 2.
+///   `input + 1024 + 16t`, committed as group 2;
+/// - slot 3: `cp.async.cg` from `input + 1536 + 16t` with `src_size = 5t % 17`, followed by
+///   `cp.async.mbarrier.arrive.noinc` on an mbarrier of count 32 (the arrivals count toward
+///   it), no commit.
 ///
 /// After `wait_group 1` it reads slots 0 and 1 back with `ld.shared`, after `wait_group 0`
-/// slot 2. Output: 48 bytes per thread at `48t`: slots 0, 1, 2.
+/// slot 2, after waiting for the mbarrier's phase 0 slot 3. Output: 64 bytes per thread
+/// at `64t`: slots 0, 1, 2, 3.
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90"))]
 pub mod cp_async {
-    use crate::ptx::{cp_async, memory, special};
+    use crate::ptx::mbarrier::Mbarrier;
+    use crate::ptx::{barrier, cp_async, fence, memory, special};
     use crate::{Launch, probes::ProbeArgs};
 
     pub const THREADS: u32 = 32;
     pub const INPUT_BYTES: u32 = 2048;
-    pub const OUTPUT_BYTES: u32 = 48 * THREADS;
+    pub const OUTPUT_BYTES: u32 = 64 * THREADS;
     /// What every slot holds before the copies (each byte 0xEE).
     pub const FILL: u32 = 0xEEEE_EEEE;
-    pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 1536 };
+    const BARRIER_AT: u32 = 2048;
+    pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 4096 };
 
     #[inline(always)]
     pub fn probe(args: &ProbeArgs) {
         let t = special::tid_x();
         let smem = special::dynamic_smem();
+        let bar = Mbarrier(smem.offset(BARRIER_AT));
+        if t == 0 {
+            bar.init(THREADS);
+            fence::mbarrier_init();
+        }
+        barrier::sync(0, THREADS);
         let slot = |i: u32| smem.offset(512 * i + 16 * t);
-        for i in 0..3 {
+        for i in 0..4 {
             memory::st_shared_v4_b32(slot(i), [FILL; 4]);
         }
         cp_async::cg_16(slot(0), args.input + (16 * t) as u64, t % 17);
@@ -157,15 +171,56 @@ pub mod cp_async {
         cp_async::commit_group();
         cp_async::cg_16(slot(2), args.input + (1024 + 16 * t) as u64, 16);
         cp_async::commit_group();
-        let out = args.out + (48 * t) as u64;
+        let out = args.out + (64 * t) as u64;
         cp_async::wait_group::<1>();
         super::st_global_16(out, memory::ld_shared_v4_b32(slot(0)));
         super::st_global_16(out + 16, memory::ld_shared_v4_b32(slot(1)));
         cp_async::wait_group::<0>();
         super::st_global_16(out + 32, memory::ld_shared_v4_b32(slot(2)));
+        cp_async::cg_16(slot(3), args.input + (1536 + 16 * t) as u64, 5 * t % 17);
+        cp_async::mbarrier_arrive_noinc(bar);
+        bar.wait(0);
+        super::st_global_16(out + 48, memory::ld_shared_v4_b32(slot(3)));
     }
 
     probe_entry_point!(probe_cp_async => probe);
+}
+
+// ---------------------------------------------------------------------------------------
+// Warp shuffle
+// ---------------------------------------------------------------------------------------
+
+/// `probe_warp`: `shfl.sync.idx.b32` with source lanes past 31 (the lane is `src & 31`
+/// with clamp 0x1f).
+///
+/// Two warps. Thread t (lane l) offers `value(t) = 0x0101_0101 · t ^ 0xA5A5_0000` and
+/// reads lane `src(l) = 7l + 3 + 32 (l % 3)`. Output: one word per thread.
+pub mod warp {
+    use crate::ptx::{memory, special, warp};
+    use crate::{Launch, probes::ProbeArgs};
+
+    pub const THREADS: u32 = 64;
+    pub const OUTPUT_BYTES: u32 = 4 * THREADS;
+    pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 0 };
+
+    /// What thread `t` offers.
+    pub const fn value(t: u32) -> u32 {
+        0x0101_0101u32.wrapping_mul(t) ^ 0xA5A5_0000
+    }
+
+    /// The source lane operand lane `l` passes.
+    pub const fn src(l: u32) -> u32 {
+        7 * l + 3 + 32 * (l % 3)
+    }
+
+    #[inline(always)]
+    pub fn probe(args: &ProbeArgs) {
+        let t = special::tid_x();
+        let got = warp::shfl_sync_idx(value(t), src(t % 32));
+        memory::st_global_b32(args.out + 4 * t as u64, got);
+    }
+
+    probe_entry_point!(probe_warp => probe);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -283,6 +338,8 @@ pub mod tma {
     pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 8192 };
 
     #[inline(always)]
+    // `seq!` unrolls with literal indices (0 * BOX_BYTES and the like).
+    #[allow(clippy::identity_op, clippy::erasing_op)]
     pub fn probe(args: &ProbeArgs) {
         let t = special::tid_x();
         // 1024-byte aligned (the 128B swizzle's repeat): the dynamic base is.
@@ -348,6 +405,7 @@ pub mod wgmma {
     }
 
     #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)]
     fn store(out: u64, acc: &[f32; 32]) {
         seq_macro::seq!(V in 0..32 {
             memory::st_global_b32(out + 4 * V, acc[V].to_bits());
@@ -355,6 +413,7 @@ pub mod wgmma {
     }
 
     #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op)]
     pub fn probe(args: &ProbeArgs) {
         let tid = special::tid_x();
         let smem = special::dynamic_smem();
@@ -472,6 +531,7 @@ mod tmem {
     /// Warp w reads lanes 32w..32w+31, columns `column..column + 32` of `base`; thread
     /// (w, lane) writes its 32 words to `out + 4 * (row_words * (32w + lane) + column)`.
     #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)]
     pub fn read_out(base: TmemAddr, column: u32, out: u64, row_words: u32) {
         let tid = special::tid_x();
         let mut regs = [0u32; 32];
