@@ -161,7 +161,7 @@ pub mod cp_async {
             bar.init(THREADS);
             fence::mbarrier_init();
         }
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         let slot = |i: u32| smem.offset(512 * i + 16 * t);
         for i in 0..4 {
             memory::st_shared_v4_b32(slot(i), [FILL; 4]);
@@ -274,7 +274,7 @@ pub mod bulk {
             observe(0, bar.test_wait(0));
             observe(1, bar.test_wait(1));
         }
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         if t == 0 {
             bar.arrive_expect_tx(COPIED);
             observe(2, bar.test_wait(0));
@@ -288,7 +288,7 @@ pub mod bulk {
         }
         super::shared_to_global(smem, args.out + DATA_AT as u64, COPIED, t, THREADS);
         // Every thread has passed its wait for phase 0 before phase 1 completes.
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         if t == 0 {
             bar.arrive();
             observe(5, bar.test_wait(1));
@@ -349,7 +349,7 @@ pub mod tma {
             bar.init(1);
             fence::mbarrier_init();
         }
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         if t == 0 {
             bar.arrive_expect_tx(OUTPUT_BYTES);
             seq_macro::seq!(I in 0..3 {
@@ -429,7 +429,7 @@ pub mod wgmma {
             chunk += THREADS;
         }
         fence::proxy_async_shared_cta();
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
 
         let desc_a = SmemDesc::new(a_tile.0, 16, 1024, Swizzle::B128);
         let desc_b = SmemDesc::new(b_tile.0, 16, 1024, Swizzle::B128);
@@ -523,7 +523,7 @@ mod tmem {
             fence::mbarrier_init();
         }
         tcgen05::fence_before_thread_sync();
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         tcgen05::fence_after_thread_sync();
         TmemAddr(memory::ld_shared_b32(slot))
     }
@@ -547,7 +547,7 @@ mod tmem {
     #[inline(always)]
     pub fn teardown(base: TmemAddr, columns: u32) {
         tcgen05::fence_before_thread_sync();
-        barrier::sync(0, THREADS);
+        barrier::sync_unaligned(0, THREADS);
         if special::tid_x() / 32 == 0 {
             tcgen05::fence_after_thread_sync();
             tcgen05::dealloc(base, columns);
