@@ -525,13 +525,21 @@ pub fn selftest(gpu: Option<&Gpu>) -> (Vec<ProbeResult>, i32) {
             p.checks
         );
     }
-    // Missing models panic with `unimplemented!`; the emulator turns that into an error
-    // the table reports, so the default hook's message would only be noise.
+    // Missing emulator models panic with `unimplemented!`; the emulator turns that into an
+    // error the table reports, so the hook's message for it would only be noise. Every
+    // other panic is still reported.
     let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload.downcast_ref::<String>().map(String::as_str).or(payload.downcast_ref::<&str>().copied());
+        if !message.is_some_and(|m| m.starts_with("not implemented")) {
+            hook(info)
+        }
+    }));
     let mut gpu_probes = gpu.map(GpuProbes::new);
     let results: Vec<ProbeResult> = PROBES.iter().map(|p| check(p, gpu_probes.as_mut())).collect();
-    std::panic::set_hook(hook);
+    // Back to the default hook (what the CLI started with).
+    drop(std::panic::take_hook());
     print!("{}", table(&results));
     let failed = results.iter().filter(|r| !r.passed).count();
     let ran = |s: &Side| matches!(s, Side::Ran { .. });
@@ -971,6 +979,22 @@ mod tests {
     fn every_expected_value_has_the_output_size() {
         for p in &PROBES {
             assert_eq!((p.expected)(&(p.input)()).len(), p.output_bytes, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn each_gpu_runs_the_probes_of_its_ptx_build() {
+        assert_eq!(target_for((9, 0)), Some("sm90a"));
+        assert_eq!(target_for((10, 0)), Some("sm100a"));
+        assert_eq!(target_for((8, 9)), Some("portable"));
+        assert_eq!(target_for((10, 3)), Some("portable"), "sm_100a PTX runs on 10.0 only");
+        assert_eq!(target_for((7, 0)), None);
+        for p in &PROBES {
+            assert!(
+                !p.targets.is_empty() && p.targets.iter().all(|t| crate::embedded::target(t).is_some()),
+                "{}",
+                p.name
+            );
         }
     }
 
