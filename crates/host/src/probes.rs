@@ -95,7 +95,7 @@ pub const PROBES: [Probe; 8] = [
     Probe {
         name: "bulk",
         entry: "probe_bulk",
-        checks: "cp.async.bulk 1-D (1024 B + 48 B) on one mbarrier phase, arrive.expect_tx, test_wait parity before/after each phase",
+        checks: "cp.async.bulk 1-D (1024 B + 48 B) on one mbarrier phase, arrive.expect_tx, test_wait / try_wait parity around each phase",
         targets: &["sm90a", "sm100a"],
         launch: k::bulk::LAUNCH,
         output_bytes: k::bulk::OUTPUT_BYTES as usize,
@@ -108,7 +108,7 @@ pub const PROBES: [Probe; 8] = [
     Probe {
         name: "tma",
         entry: "probe_tma",
-        checks: "cp.async.bulk.tensor.2d, 128B swizzle, boxes inside / past the end / at negative coordinates (zero fill)",
+        checks: "cp.async.bulk.tensor.2d, 128B swizzle, boxes inside / past the end / at negative coordinates, zero and NaN fill",
         targets: &["sm90a", "sm100a"],
         launch: k::tma::LAUNCH,
         output_bytes: k::tma::OUTPUT_BYTES as usize,
@@ -195,8 +195,9 @@ fn arch_of(target: &str) -> &'static str {
 // Running
 // ---------------------------------------------------------------------------------------
 
-/// The emulator's tensor map for [`k::tma`]'s tensor at `global_addr`.
-pub fn tma_map(global_addr: u64) -> emu::TensorMap {
+/// The emulator's tensor map `index` (0: zero fill, 1: NaN fill) for [`k::tma`]'s tensor
+/// at `global_addr`.
+pub fn tma_map(global_addr: u64, index: u32) -> emu::TensorMap {
     use emu::model::tensor_map::{OobFill, TmaSwizzle};
     emu::TensorMap {
         elem_bytes: k::tma::ELEM_BYTES,
@@ -207,7 +208,7 @@ pub fn tma_map(global_addr: u64) -> emu::TensorMap {
         box_dims: [k::tma::BOX[0], k::tma::BOX[1], 0, 0, 0],
         elem_strides: [1, 1, 0, 0, 0],
         swizzle: TmaSwizzle::B128,
-        oob_fill: OobFill::Zero,
+        oob_fill: if index == 0 { OobFill::Zero } else { OobFill::NanRequestZeroFma },
     }
 }
 
@@ -227,8 +228,11 @@ pub fn run_emulated(p: &Probe) -> std::result::Result<Vec<u8>, EmuFailure> {
     let input_addr = memory.alloc_from("probe input", &input);
     let out = memory.alloc_from("probe output", &vec![POISON; p.output_bytes]);
     let aux = if p.tensor_map {
-        let map = tma_map(input_addr).encode().map_err(EmuFailure::Error)?;
-        memory.alloc_from("tensor map", &map)
+        let mut maps = Vec::new();
+        for i in 0..2 {
+            maps.extend(tma_map(input_addr, i).encode().map_err(EmuFailure::Error)?);
+        }
+        memory.alloc_from("tensor maps", &maps)
     } else {
         0
     };
@@ -299,7 +303,7 @@ impl<'g> GpuProbes<'g> {
         let input_ptr = input_buf.device_ptr(s).0;
         let out_ptr = out_buf.device_ptr(s).0;
         let map_buf = match p.tensor_map {
-            true => Some(s.clone_htod(&encode_tensor_map(self.gpu, input_ptr)?).context("copying the tensor map")?),
+            true => Some(s.clone_htod(&encode_tensor_maps(self.gpu, input_ptr)?).context("copying the tensor map")?),
             false => None,
         };
         let aux = map_buf.as_ref().map_or(0, |b| b.device_ptr(s).0);
@@ -322,11 +326,26 @@ impl<'g> GpuProbes<'g> {
 }
 
 /// `cuTensorMapEncodeTiled` for [`k::tma`]'s tensor at device address `global`: the same
-/// parameters as [`tma_map`]. Returns the 128 bytes of the `CUtensorMap`.
-fn encode_tensor_map(gpu: &Gpu, global: u64) -> Result<Vec<u8>> {
+/// parameters as [`tma_map`] (map 0 as UINT16 with zero fill, map 1 as FLOAT16 with NaN
+/// fill). Returns the two 128-byte `CUtensorMap`s back to back.
+fn encode_tensor_maps(gpu: &Gpu, global: u64) -> Result<Vec<u8>> {
+    let mut out = encode_tensor_map(gpu, global, 0)?;
+    out.extend(encode_tensor_map(gpu, global, 1)?);
+    Ok(out)
+}
+
+fn encode_tensor_map(gpu: &Gpu, global: u64, index: u32) -> Result<Vec<u8>> {
     use cudarc::driver::sys;
+    use sys::CUtensorMapDataType::{CU_TENSOR_MAP_DATA_TYPE_FLOAT16, CU_TENSOR_MAP_DATA_TYPE_UINT16};
+    use sys::CUtensorMapFloatOOBfill::{
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    };
     gpu.ctx.bind_to_thread().context("binding the context")?;
-    let m = tma_map(global);
+    let m = tma_map(global, index);
+    let (data_type, fill) = match index {
+        0 => (CU_TENSOR_MAP_DATA_TYPE_UINT16, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        _ => (CU_TENSOR_MAP_DATA_TYPE_FLOAT16, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA),
+    };
     let dims: [u64; 2] = [m.dims[0], m.dims[1]];
     let strides: [u64; 1] = [m.strides[1]];
     let boxes: [u32; 2] = [m.box_dims[0], m.box_dims[1]];
@@ -337,7 +356,7 @@ fn encode_tensor_map(gpu: &Gpu, global: u64) -> Result<Vec<u8>> {
     unsafe {
         sys::cuTensorMapEncodeTiled(
             map.as_mut_ptr(),
-            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            data_type,
             2,
             global as *mut std::ffi::c_void,
             dims.as_ptr(),
@@ -347,7 +366,7 @@ fn encode_tensor_map(gpu: &Gpu, global: u64) -> Result<Vec<u8>> {
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
             sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            fill,
         )
     }
     .result()
@@ -750,7 +769,7 @@ fn bulk_input() -> Vec<u8> {
 
 /// `test_wait.parity p` is true iff the phase with parity p has completed: false for the
 /// current phase, true for the one before (PTX ISA 9.7.13.15.16).
-const BULK_OBSERVATIONS: [u32; 16] = [0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+const BULK_OBSERVATIONS: [u32; 16] = [0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
 
 fn bulk_expected(input: &[u8]) -> Vec<u8> {
     let mut out: Vec<u8> = BULK_OBSERVATIONS.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -768,7 +787,7 @@ fn bulk_locate(at: usize) -> String {
         "test_wait parity 1 after phase 0 completed (phase 1 current)",
         "test_wait parity 1 after phase 1 completed",
         "test_wait parity 0 after phase 1 completed (phase 2 current)",
-        "unused word",
+        "try_wait parity 1 loop right after init returned (the phase before the current one)",
     ];
     match at {
         0..32 => WHAT[at / 4].into(),
@@ -795,7 +814,7 @@ fn tma_expected(input: &[u8]) -> Vec<u8> {
     use k::tma::{BOX, BOX_BYTES, BOXES, COLS, ELEM_BYTES, PITCH, ROWS};
     let eb = ELEM_BYTES as usize;
     let mut out = vec![0u8; k::tma::OUTPUT_BYTES as usize];
-    for (b, &(x0, y0)) in BOXES.iter().enumerate() {
+    for (b, &(x0, y0, map)) in BOXES.iter().enumerate() {
         for r in 0..BOX[1] as i64 {
             for c in 0..BOX[0] as i64 {
                 let (x, y) = (x0 as i64 + c, y0 as i64 + r);
@@ -803,6 +822,10 @@ fn tma_expected(input: &[u8]) -> Vec<u8> {
                 if (0..COLS as i64).contains(&x) && (0..ROWS as i64).contains(&y) {
                     let src = y as usize * PITCH as usize + x as usize * eb;
                     out[dst..dst + eb].copy_from_slice(&input[src..src + eb]);
+                } else if map == 1 {
+                    // NaN fill of an f16 tensor: the canonical f16 NaN (the PTX ISA does not
+                    // give the bits; this is what the box measures).
+                    out[dst..dst + eb].copy_from_slice(&0x7FFFu16.to_le_bytes());
                 }
             }
         }
@@ -815,9 +838,10 @@ fn tma_locate(at: usize) -> String {
     let (b, off) = (at / bytes, at % bytes);
     let (row, chunk) = (off / 128, (off % 128) / 16);
     let logical = chunk ^ (row % 8);
-    let (x0, y0) = k::tma::BOXES[b];
+    let (x0, y0, map) = k::tma::BOXES[b];
     format!(
-        "box {b} at ({x0}, {y0}): row {row}, stored chunk {chunk} = elements x {}..{} of y {}",
+        "box {b} at ({x0}, {y0}) through map {map} ({} fill): row {row}, stored chunk {chunk} = elements x {}..{} of y {}",
+        if map == 0 { "zero" } else { "NaN" },
         x0 + 8 * logical as i32,
         x0 + 8 * logical as i32 + 7,
         y0 + row as i32

@@ -239,7 +239,8 @@ pub mod warp {
 ///   input[1040..1088] to shared[1024..1072]; every thread waits for parity 0;
 /// - 3, 4: parity 0, parity 1 after phase 0 completed;
 /// - after a CTA barrier, one plain arrival completes phase 1: 5, 6: parity 1, parity 0;
-/// - 7: 0.
+/// - 7: 1 once a `try_wait.parity 1` loop right after init has returned (the phase before
+///   the current one counts as complete: it passes at once).
 ///
 /// Words 8..16 are 0; bytes 64..1136 are shared[0..1072] as read back by the warp.
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90"))]
@@ -264,8 +265,8 @@ pub mod bulk {
         let smem = special::dynamic_smem();
         let bar = Mbarrier(smem.offset(BARRIER_AT));
         let observe = |word: u32, value: bool| memory::st_global_b32(args.out + 4 * word as u64, value as u32);
-        // Words 7..16 are never observed (thread 0 writes 0..7 itself).
-        if (7..16).contains(&t) {
+        // Words 8..16 are never observed (thread 0 writes 0..8 itself).
+        if (8..16).contains(&t) {
             memory::st_global_b32(args.out + 4 * t as u64, 0);
         }
         if t == 0 {
@@ -273,6 +274,10 @@ pub mod bulk {
             fence::mbarrier_init();
             observe(0, bar.test_wait(0));
             observe(1, bar.test_wait(1));
+            // try_wait on the phase before the current one passes at once (the
+            // producer's first-lap wait on an `empty` barrier relies on it).
+            bar.wait(1);
+            observe(7, true);
         }
         barrier::sync_unaligned(0, THREADS);
         if t == 0 {
@@ -294,7 +299,6 @@ pub mod bulk {
             observe(5, bar.test_wait(1));
             observe(6, bar.test_wait(0));
         }
-        // (word 7 stays 0)
     }
 
     probe_entry_point!(probe_bulk => probe);
@@ -304,14 +308,17 @@ pub mod bulk {
 // Tensor (TMA) copy
 // ---------------------------------------------------------------------------------------
 
-/// `probe_tma`: three 2-D tensor copies through a host-built tensor map with 128B swizzle.
+/// `probe_tma`: four 2-D tensor copies through host-built tensor maps with 128B swizzle.
 ///
-/// The tensor (input) is [`tma::ROWS`] rows of [`tma::COLS`] u16 elements with a row pitch
-/// of [`tma::PITCH`] bytes (the bytes between COLS and the pitch are not part of it); the
-/// box is 64 x 16 elements (128-byte rows: one swizzle span). Boxes at (x, y) = (0, 0)
-/// (inside), (64, 32) (its right part and bottom rows outside: zero fill) and (-16, -3)
-/// (negative coordinates: the top-left outside) land at shared offsets 0, 2048, 4096.
-/// Output: the 6144 shared bytes as they are, swizzle included.
+/// The tensor (input) is [`tma::ROWS`] rows of [`tma::COLS`] 2-byte elements with a row
+/// pitch of [`tma::PITCH`] bytes (the bytes between COLS and the pitch are not part of it);
+/// the box is 64 x 16 elements (128-byte rows: one swizzle span). `aux` holds two tensor
+/// maps of it, 128 bytes apart: map 0 as u16 with zero fill, map 1 as f16 with NaN fill
+/// (`CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA`). Boxes at (x, y) = (0, 0)
+/// (inside), (64, 32) (its right part and bottom rows outside) and (-16, -3) (negative
+/// coordinates: the top-left outside) through map 0, and (64, 32) through map 1, land at
+/// shared offsets 0, 2048, 4096, 6144. Output: the 8192 shared bytes as they are,
+/// swizzle included (the NaN bits the hardware fills with are what box 3 measures).
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90"))]
 pub mod tma {
     use crate::ptx::mbarrier::Mbarrier;
@@ -330,12 +337,14 @@ pub mod tma {
     pub const BOX: [u32; 2] = [64, 16];
     /// Bytes per box in shared memory.
     pub const BOX_BYTES: u32 = BOX[0] * BOX[1] * ELEM_BYTES;
-    /// Box origins (x, y) in elements.
-    pub const BOXES: [(i32, i32); 3] = [(0, 0), (64, 32), (-16, -3)];
+    /// Box origins (x, y) in elements, and the tensor map (0: zero fill, 1: NaN fill).
+    pub const BOXES: [(i32, i32, u32); 4] = [(0, 0, 0), (64, 32, 0), (-16, -3, 0), (64, 32, 1)];
+    /// Bytes of one tensor map (`CUtensorMap`); `aux` holds two.
+    pub const MAP_BYTES: u32 = 128;
     pub const INPUT_BYTES: u32 = ROWS * PITCH;
     pub const OUTPUT_BYTES: u32 = BOXES.len() as u32 * BOX_BYTES;
     const BARRIER_AT: u32 = OUTPUT_BYTES;
-    pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 8192 };
+    pub const LAUNCH: Launch = Launch { grid: [1, 1, 1], block: [THREADS, 1, 1], dynamic_smem: 12288 };
 
     #[inline(always)]
     // `seq!` unrolls with literal indices (0 * BOX_BYTES and the like).
@@ -352,9 +361,10 @@ pub mod tma {
         barrier::sync_unaligned(0, THREADS);
         if t == 0 {
             bar.arrive_expect_tx(OUTPUT_BYTES);
-            seq_macro::seq!(I in 0..3 {
-                let (x, y) = BOXES[I];
-                bulk::tensor_2d_global_to_shared(smem.offset(I * BOX_BYTES), args.aux, x, y, bar);
+            seq_macro::seq!(I in 0..4 {
+                let (x, y, map) = BOXES[I];
+                let map = args.aux + (map * MAP_BYTES) as u64;
+                bulk::tensor_2d_global_to_shared(smem.offset(I * BOX_BYTES), map, x, y, bar);
             });
         }
         bar.wait(0);
