@@ -8,7 +8,7 @@
 //! error, found on real hardware instead of in a kernel.
 //!
 //! Every probe takes the same three parameters ([`ProbeArgs`]): `out` (the output buffer),
-//! `input` (the probe's input bytes) and `aux` (a tensor map for [`tma`], else 0). The
+//! `input` (the probe's input bytes) and `aux` (two tensor maps for [`tma`], else 0). The
 //! layouts of input and output are documented per probe; the host crate's `probes` module
 //! holds the launch geometry, inputs and expected values.
 //!
@@ -17,8 +17,8 @@
 //! | `probe_cvt` | sm_90a, sm_100a | `cvt.rn.f16x2.e4m3x2`, `cvt.rn.f16x2.f32`, `cvt.rn.f16.f32` |
 //! | `probe_cp_async` | sm_90a, sm_100a | `cp.async.cg` 16 B / `.ca` 4 B with `src_size`, commit / wait_group, `cp.async.mbarrier.arrive.noinc` |
 //! | `probe_warp` | all (sm_75 portable too) | `shfl.sync.idx` with source lanes past 31 |
-//! | `probe_bulk` | sm_90a, sm_100a | `cp.async.bulk` (1-D), `mbarrier.arrive.expect_tx`, `test_wait` parities |
-//! | `probe_tma` | sm_90a, sm_100a | `cp.async.bulk.tensor.2d`, 128B swizzle, out-of-bounds fill |
+//! | `probe_bulk` | sm_90a, sm_100a | `cp.async.bulk` (1-D), `mbarrier.arrive.expect_tx`, `test_wait` / `try_wait` parities |
+//! | `probe_tma` | sm_90a, sm_100a | `cp.async.bulk.tensor.2d`, 128B swizzle, out-of-bounds zero and NaN fill |
 //! | `probe_wgmma` | sm_90a | `wgmma.mma_async` m64n64k16 SS and RS |
 //! | `probe_tcgen05_cp` | sm_100a | `tcgen05.alloc`, `tcgen05.cp.32x128b.warpx4`, `tcgen05.ld.32x32b` |
 //! | `probe_tcgen05_mma` | sm_100a | `tcgen05.mma.kind::mxf4nvf4.block_scale.scale_vec::4X`, `tcgen05.commit` |
