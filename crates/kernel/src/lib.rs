@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`] |
 //! | `sm_90a` | [`naive`], [`sm90`] |
-//! | `sm_100a` (+PTX 8.7) | [`naive`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`], [`sm100`] |
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -44,6 +44,8 @@ pub mod naive;
 pub mod ptx;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
+pub mod sm100;
 
 /// The arguments every GEMM kernel takes: device addresses and the shape.
 ///

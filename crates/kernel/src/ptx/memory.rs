@@ -66,6 +66,23 @@ pub fn st_global_b32(addr: u64, value: u32) {
     emu::ops::memory::st_global::<u32>(addr, value)
 }
 
+/// `st.global.v4.b32 [addr], {v0, v1, v2, v3};` (16-byte aligned): one 16-byte store.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn st_global_v4_b32(addr: u64, v: [u32; 4]) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        asm!(
+            "st.global.v4.b32 [{}], {{{}, {}, {}, {}}};",
+            in(reg64) addr, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::memory::st_global::<[u32; 4]>(addr, v)
+}
+
 /// `ld.shared.b32 r, [addr];`
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
