@@ -130,12 +130,21 @@ impl Kernel {
         }
     }
 
+    /// Scratch GPU memory the kernel needs for `shape` (zero-filled before its first
+    /// launch; the kernel leaves it reusable).
+    pub fn workspace_bytes(self, shape: Shape) -> u64 {
+        match self {
+            Kernel::Naive | Kernel::Sm90 => 0,
+            Kernel::Sm100 => kernel::sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
+        }
+    }
+
     /// Grid, CTA and shared memory for `shape`.
     pub fn launch(self, shape: Shape) -> Launch {
         match self {
             Kernel::Naive => kernel::naive::launch(shape.m, shape.n, shape.l),
             Kernel::Sm90 => kernel::sm90::launch(shape.m, shape.n, shape.l),
-            Kernel::Sm100 => kernel::sm100::launch(shape.m, shape.n, shape.l),
+            Kernel::Sm100 => kernel::sm100::launch(shape.m, shape.n, shape.k, shape.l),
         }
     }
 

@@ -70,6 +70,10 @@ fn sm100_uses_the_blackwell_instructions_it_is_written_with() {
         "fence.proxy.async.shared::cta",
         "mbarrier.try_wait.parity.shared::cta.b64",
         "st.global.v4.b32",
+        // The split-K fix-up.
+        "fence.acq_rel.gpu",
+        "atom.acq_rel.gpu.global.add.u32",
+        "ld.global.cg.v4.b32",
     ] {
         assert!(ptx.contains(instruction), "sm100 PTX lacks `{instruction}`");
     }

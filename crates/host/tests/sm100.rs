@@ -34,7 +34,8 @@ fn sm100_matches_the_reference_under_emulation() {
     // A whole 128x128 tile pair at K = 256 (one full stage); K = 64 (one MMA, a partial
     // stage); M and N tails with L = 3; N not a multiple of 8 (no vector stores); more
     // K stages than the ring holds (it wraps) with several tiles per accumulator lap.
-    for shape in ["128x128x256", "1x1x64", "129x136x192x3", "65x77x64", "128x64x2304", "256x320x576"] {
+    // K split across 2 and 4 CTAs (one tile, 9 stages; three tiles with tails, 16 stages).
+    for shape in ["128x128x256", "1x1x64", "129x136x192x3", "65x77x64", "128x64x2304", "256x320x576", "100x130x4096"] {
         for dist in Distribution::ALL {
             check(shape, dist);
         }
@@ -46,15 +47,53 @@ fn persistent_ctas_walk_several_tiles_through_both_accumulators() {
     // 2 CTAs for 10 tiles: each CTA runs 5 tiles, so both accumulators go round more than
     // once and the stage ring wraps across tile boundaries.
     let p = problem("256x320x576", Distribution::GpuMode, 3);
-    let launch = kernel::Launch { grid: [2, 1, 1], ..sm100::launch(p.shape.m, p.shape.n, p.shape.l) };
+    let launch = kernel::Launch { grid: [2, 1, 1], ..sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l) };
     let run = emulate::run_body(&p, launch, sm100::gemm::<sm100::Correct>).unwrap();
     let c = compare(p.shape, &run.c, &reference(&p));
     assert!(c.bit_exact, "{c}");
 }
 
+#[test]
+fn split_k_counters_are_left_zero_for_the_next_launch() {
+    // Two launches on the same workspace: the second must see zeroed counters and give the
+    // same, exact result.
+    let p = problem("100x130x4096", Distribution::GpuMode, 5);
+    let shape = p.shape;
+    assert_eq!(sm100::splits(shape.m, shape.n, shape.k, shape.l), 4, "the shape must split K");
+    let memory = emu::GlobalMemory::new();
+    let workspace_len = sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l) as usize;
+    let args = kernel::GemmArgs {
+        a: memory.alloc_from("A", &p.a),
+        b: memory.alloc_from("B", &p.b),
+        sfa: memory.alloc_from("SFA", &p.sfa),
+        sfb: memory.alloc_from("SFB", &p.sfb),
+        c: memory.alloc("C", shape.c_bytes() as usize),
+        workspace: memory.alloc_from("workspace", &vec![0; workspace_len]),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        l: shape.l,
+    };
+    let l = sm100::launch(shape.m, shape.n, shape.k, shape.l);
+    let config = emu::LaunchConfig { grid: l.grid, block: l.block, dynamic_smem: l.dynamic_smem };
+    let want = reference(&p);
+    for launch in 0..2 {
+        memory.fill(args.c, shape.c_bytes() as usize, 0xFF).unwrap();
+        emu::launch(&memory, config, || sm100::gemm::<sm100::Correct>(&args)).unwrap();
+        let mut bytes = vec![0u8; shape.c_bytes() as usize];
+        memory.read(args.c, &mut bytes).unwrap();
+        let got: Vec<half::f16> =
+            bytes.chunks_exact(2).map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect();
+        assert!(compare(shape, &got, &want).bit_exact, "launch {launch}");
+        let mut counters = vec![0u8; 256];
+        memory.read(args.workspace, &mut counters).unwrap();
+        assert!(counters.iter().all(|&b| b == 0), "launch {launch} left a split-K counter set");
+    }
+}
+
 /// Runs an sm100 variant on a small problem; returns the emulator's verdict.
 fn run_variant<V: Variant>(p: &Problem) -> Result<emulate::EmulatedRun, Error> {
-    emulate::run_body(p, sm100::launch(p.shape.m, p.shape.n, p.shape.l), sm100::gemm::<V>)
+    emulate::run_body(p, sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l), sm100::gemm::<V>)
 }
 
 fn emulator_error(result: Result<emulate::EmulatedRun, Error>) -> emu::EmuError {

@@ -30,27 +30,31 @@ macro_rules! gemm_entry_point {
             sfa: u64,
             sfb: u64,
             c: u64,
+            workspace: u64,
             m: u32,
             n: u32,
             k: u32,
             l: u32,
         ) {
-            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
+            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, workspace, m, n, k, l })
         }
     };
 }
 
 pub mod naive;
 pub mod ptx;
-#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
-pub mod sm90;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod sm100;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod sm90;
 
 /// The arguments every GEMM kernel takes: device addresses and the shape.
 ///
 /// `a` is [L][M][K/2] packed e2m1, `b` [L][N][K/2], `sfa`/`sfb` the blocked e4m3 scales
 /// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] fp16.
+/// `workspace` is scratch for kernels that split K across CTAs (the kernel module's
+/// `workspace_bytes`, 0 for most shapes and kernels): zero-filled before a kernel's first
+/// launch, and left zero-filled where it must be by every launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct GemmArgs {
@@ -59,6 +63,7 @@ pub struct GemmArgs {
     pub sfa: u64,
     pub sfb: u64,
     pub c: u64,
+    pub workspace: u64,
     pub m: u32,
     pub n: u32,
     pub k: u32,

@@ -6,12 +6,15 @@
 //! from tensor memory, and accumulates 128 x N x 64 in f32 into tensor memory. Nothing is
 //! dequantized: the bytes the user passed go straight to the tensor core.
 //!
-//! **Tile.** A CTA computes a 128 (M) x 64 (N) tile of C. The narrow N doubles the CTAs
+//! **Work.** A CTA computes a 128 (M) x 64 (N) tile of C. The narrow N doubles the CTAs
 //! of the M = 128 benchmark shapes (112 for N = 7168 on 148 SMs, where 128-wide tiles
 //! would leave 92 SMs idle). K is walked in stages of 256 values: one 128-byte swizzle
-//! row of packed e2m1 per tile row, four MMAs of K = 64. Tiles are numbered N-fastest over
-//! (n, m, batch), so neighbouring CTAs share their A tile in L2; CTA x takes tiles x,
-//! x + gridDim.x, ...
+//! row of packed e2m1 per tile row, four MMAs of K = 64. When there are fewer tiles than
+//! half the SMs (128x4096x7168: 64 tiles), K is split: [`splits`] CTAs each multiply a
+//! range of K stages of the same tile, write their f32 partial sums to the workspace, and
+//! the last to finish (a counter per tile) adds them in split order and writes C. Work
+//! units (tile, split) are numbered split-fastest, then N, M and batch, so neighbouring
+//! CTAs share their A tile in L2; CTA x takes units x, x + gridDim.x, ...
 //!
 //! **Warp roles** (288 threads = 9 warps):
 //! - warps 0-3, the *producers*: stage A, B and the scale tiles of one K stage into the
@@ -23,7 +26,8 @@
 //!   `tcgen05.commit`s them to the stage's `empty` barrier and, after a tile's last
 //!   stage, to the accumulator's `tmem_full` barrier.
 //! - warps 5-8, the *epilogue*: warp w reads lanes 32·(w%4)..+31 of the accumulator (the
-//!   hardware's lane-quarter rule), converts to fp16 and stores row-major to C.
+//!   hardware's lane-quarter rule), converts to fp16 and stores row-major to C (or, for a
+//!   split tile, stores the f32 partial and takes part in the fix-up).
 //!
 //! **Pipeline and barriers.**
 //! - `full[s]` (128 arrivals, one per producer thread): stage s holds A, B and scales.
@@ -43,6 +47,13 @@
 //!   copy never overwrites scales an MMA in flight still reads);
 //! - columns [224, 320): SFB likewise. A 512-byte scale tile always holds 128 rows, so a
 //!   64-row B tile starting at n0 reads its scales from column (n0 % 128) / 32 of it.
+//!
+//! **Split-K fix-up.** Each epilogue thread stores its row of the partial, executes
+//! `fence.acq_rel.gpu` (its stores before the count), the 128 epilogue threads meet at a
+//! named barrier, and one of them adds 1 to the tile's counter with an acq_rel atomic. The
+//! CTA that brings the count to `splits` reads every partial back through L2 (`ld.global.cg`),
+//! sums them in split order (so the result does not depend on which CTA finished last)
+//! and resets the counter to 0 for the next launch. Nobody waits for anybody.
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 64 (a partial last stage issues fewer
 //! MMAs). Needs sm_100a (tcgen05, PTX ISA 8.7).
@@ -113,6 +124,10 @@ const SCALE_TILES_PER_STAGE: u32 = MMAS_PER_STAGE;
 const SCALE_TILE_COLUMNS: u32 = TILE_ROWS / WARP;
 /// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
+/// Named barrier for the 128 epilogue threads (the split-K fix-up).
+const BARRIER_EPILOGUE: u32 = 1;
+/// Bytes of one f32.
+const F32_BYTES: u32 = 4;
 /// fp16 bytes.
 const F16_BYTES: u32 = 2;
 
@@ -163,8 +178,10 @@ const TMEM_FULL_OFFSET: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 const TMEM_EMPTY_OFFSET: u32 = TMEM_FULL_OFFSET + ACCUMULATORS * MBARRIER_BYTES;
 /// Where `tcgen05.alloc` writes the tensor-memory base address (4 bytes).
 const TMEM_ADDRESS_OFFSET: u32 = TMEM_EMPTY_OFFSET + ACCUMULATORS * MBARRIER_BYTES;
+/// Where the epilogue's counting thread tells the others it was last (4 bytes).
+const LAST_SPLIT_OFFSET: u32 = TMEM_ADDRESS_OFFSET + 4;
 /// Total dynamic shared memory.
-pub const SMEM_BYTES: u32 = TMEM_ADDRESS_OFFSET + 4;
+pub const SMEM_BYTES: u32 = LAST_SPLIT_OFFSET + 4;
 
 const _: () = assert!(
     A_STAGE_BYTES.is_multiple_of(1024) && B_STAGE_BYTES.is_multiple_of(1024) && B_OFFSET.is_multiple_of(1024),
@@ -209,6 +226,9 @@ impl Smem {
     fn tmem_address(self) -> SmemAddr {
         self.0.offset(TMEM_ADDRESS_OFFSET)
     }
+    fn last_split(self) -> SmemAddr {
+        self.0.offset(LAST_SPLIT_OFFSET)
+    }
 }
 
 /// A position in a ring of `N` slots: the slot, and the parity of the ring's current lap
@@ -243,6 +263,8 @@ struct Problem {
     n_tiles: u32,
     m_tiles: u32,
     tiles: u32,
+    /// CTAs that share one tile's K stages.
+    splits: u32,
     /// Stages per tile (the last may be partial).
     k_stages: u32,
     /// K = 64 steps in all: MMAs per tile.
@@ -253,12 +275,17 @@ struct Problem {
     sf_cols: u32,
 }
 
-/// One CTA tile: its batch and first row of A / B.
+/// One work unit: a tile (its batch, first row of A / B, index), and the K stages
+/// [kb_begin, kb_end) this CTA multiplies of it (all of them unless K is split).
 #[derive(Clone, Copy)]
 struct Tile {
     l: u32,
     m0: u32,
     n0: u32,
+    index: u32,
+    split: u32,
+    kb_begin: u32,
+    kb_end: u32,
 }
 
 impl Problem {
@@ -270,6 +297,7 @@ impl Problem {
             n_tiles,
             m_tiles,
             tiles: n_tiles * m_tiles * args.l,
+            splits: splits(args.m, args.n, args.k, args.l),
             k_stages: args.k.div_ceil(BLOCK_K),
             k_steps: args.k / MMA_K,
             row_bytes: args.k / 2,
@@ -277,15 +305,35 @@ impl Problem {
         }
     }
 
-    /// The tile of this CTA's `local_tile`-th work unit, if it has one.
+    /// This CTA's `local_tile`-th work unit, if it has one.
     fn tile(&self, local_tile: u32) -> Option<Tile> {
-        let t = special::ctaid_x() + local_tile * special::nctaid_x();
-        if t >= self.tiles {
+        let u = special::ctaid_x() + local_tile * special::nctaid_x();
+        if u >= self.tiles * self.splits {
             return None;
         }
-        let (n_tile, rest) = (t % self.n_tiles, t / self.n_tiles);
+        let (split, index) = (u % self.splits, u / self.splits);
+        let (n_tile, rest) = (index % self.n_tiles, index / self.n_tiles);
         let (m_tile, l) = (rest % self.m_tiles, rest / self.m_tiles);
-        Some(Tile { l, m0: m_tile * BLOCK_M, n0: n_tile * BLOCK_N })
+        Some(Tile {
+            l,
+            m0: m_tile * BLOCK_M,
+            n0: n_tile * BLOCK_N,
+            index,
+            split,
+            kb_begin: split * self.k_stages / self.splits,
+            kb_end: (split + 1) * self.k_stages / self.splits,
+        })
+    }
+
+    /// The tile's split-K counter in the workspace.
+    fn counter(&self, tile: &Tile) -> u64 {
+        self.args.workspace + (tile.index * F32_BYTES) as u64
+    }
+
+    /// Row `row` (of the tile) of split `split`'s f32 partial in the workspace.
+    fn partial_row(&self, tile: &Tile, split: u32, row: u32) -> u64 {
+        let partial = (tile.index * self.splits + split) as u64 * PARTIAL_BYTES as u64;
+        self.args.workspace + counter_bytes(self.tiles) + partial + (row * BLOCK_N * F32_BYTES) as u64
     }
 
     /// MMAs in stage `kb` of a tile (4, or fewer in a partial last stage).
@@ -297,13 +345,55 @@ impl Problem {
 /// CTAs of a persistent grid: one per SM of a B200 (each CTA's 168 KiB of shared memory
 /// and 512 tensor-memory columns allow one per SM).
 pub const PERSISTENT_CTAS: u32 = 148;
+/// At most this many CTAs share a tile's K stages...
+const MAX_SPLITS: u32 = 4;
+/// ...and each gets at least this many stages, so the fix-up stays small next to the MMAs.
+const MIN_STAGES_PER_SPLIT: u32 = 4;
+/// Bytes of one split's f32 partial tile.
+const PARTIAL_BYTES: u32 = BLOCK_M * BLOCK_N * F32_BYTES;
 
-/// Launch geometry: one CTA per tile, at most [`PERSISTENT_CTAS`]; a CTA with more than
-/// one tile overlaps the epilogue of one with the MMAs of the next.
-pub const fn launch(m: u32, n: u32, l: u32) -> Launch {
-    let tiles = n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l;
+const fn tiles(m: u32, n: u32, l: u32) -> u32 {
+    n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l
+}
+
+/// CTAs per tile along K. Only when the tiles fill less than half the SMs: then every
+/// tile gets `PERSISTENT_CTAS / tiles` splits (capped), all running in one wave.
+/// Splitting 112 tiles in two would give 224 units, 1.5 waves on 148 SMs: no faster, and
+/// the fix-up would add 2 x 32 KiB per tile of traffic.
+pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
+    let tiles = tiles(m, n, l);
+    let by_stages = k.div_ceil(BLOCK_K) / MIN_STAGES_PER_SPLIT;
+    if 2 * tiles > PERSISTENT_CTAS || by_stages < 2 {
+        return 1;
+    }
+    let by_sms = PERSISTENT_CTAS / tiles;
+    let s = if by_sms < by_stages { by_sms } else { by_stages };
+    if s < MAX_SPLITS { s } else { MAX_SPLITS }
+}
+
+/// Bytes of the split-K counters (one u32 per tile), rounded up to keep partials aligned.
+const fn counter_bytes(tiles: u32) -> u64 {
+    ((tiles * F32_BYTES) as u64).div_ceil(256) * 256
+}
+
+/// Workspace the kernel needs for this shape: 0 unless K is split; then the counters
+/// (which must be zero before the first launch; every launch leaves them zero) and one
+/// f32 partial tile per split.
+pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
+    let s = splits(m, n, k, l);
+    if s == 1 {
+        return 0;
+    }
+    let t = tiles(m, n, l);
+    counter_bytes(t) + t as u64 * s as u64 * PARTIAL_BYTES as u64
+}
+
+/// Launch geometry: one CTA per work unit, at most [`PERSISTENT_CTAS`]; a CTA with more
+/// than one unit overlaps the epilogue of one with the MMAs of the next.
+pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
+    let units = tiles(m, n, l) * splits(m, n, k, l);
     Launch {
-        grid: [if tiles < PERSISTENT_CTAS { tiles } else { PERSISTENT_CTAS }, 1, 1],
+        grid: [if units < PERSISTENT_CTAS { units } else { PERSISTENT_CTAS }, 1, 1],
         block: [THREADS, 1, 1],
         dynamic_smem: SMEM_BYTES,
     }
@@ -443,10 +533,12 @@ impl Operand {
 
 /// Warps 0-3: stage every (tile, K stage) of this CTA into the ring with cp.async, and
 /// publish each stage `PUBLISH_LAG` stages later, once its copies have landed.
+#[inline(always)]
 fn producer<V: Variant>(smem: Smem, p: &Problem, thread: u32) {
     // Thread t copies chunk t % 8 of rows t / 8, t / 8 + 16, ...: 8 neighbouring threads
     // read one 128-byte row segment.
-    let (chunk, first_row, row_step) = (thread % CHUNKS_PER_ROW, thread / CHUNKS_PER_ROW, PRODUCER_THREADS / CHUNKS_PER_ROW);
+    let (chunk, first_row, row_step) =
+        (thread % CHUNKS_PER_ROW, thread / CHUNKS_PER_ROW, PRODUCER_THREADS / CHUNKS_PER_ROW);
     let mut issue = RingPos::<STAGES>::START;
     let mut publish = RingPos::<STAGES>::START;
     let mut unpublished = 0;
@@ -454,7 +546,7 @@ fn producer<V: Variant>(smem: Smem, p: &Problem, thread: u32) {
     while let Some(tile) = p.tile(local_tile) {
         let a = Operand::new(p, p.args.a, p.args.sfa, p.args.m, tile.l, tile.m0);
         let b = Operand::new(p, p.args.b, p.args.sfb, p.args.n, tile.l, tile.n0);
-        for kb in 0..p.k_stages {
+        for kb in tile.kb_begin..tile.kb_end {
             // The MMAs that read this slot on the previous lap must be complete (first
             // lap: the "previous phase" of a fresh barrier counts as complete).
             let s = issue.slot;
@@ -482,6 +574,7 @@ fn producer<V: Variant>(smem: Smem, p: &Problem, thread: u32) {
 }
 
 /// Hands the oldest stage whose copies have landed to the MMA warp.
+#[inline(always)]
 fn publish_stage<V: Variant>(smem: Smem, publish: &mut RingPos<STAGES>) {
     // cp.async wrote through the generic proxy; the tensor core reads through the async
     // proxy: fence in the writer, before the arrival that hands the stage over.
@@ -494,6 +587,7 @@ fn publish_stage<V: Variant>(smem: Smem, publish: &mut RingPos<STAGES>) {
 
 /// Warp 4: lane 0 drives the tensor core; the whole warp follows the barriers so it
 /// reaches the teardown converged.
+#[inline(always)]
 fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
     let idesc = if V::F16_KIND_IDESC_BITS { InstrDesc(IDESC.0 | 1 << 4) } else { IDESC };
     let issuer = lane == 0;
@@ -507,7 +601,7 @@ fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
         let d = tmem.column(ACC_COLUMN + acc.slot * BLOCK_N);
         // A 64-row B tile uses rows (n0 % 128).. of its 128-row scale tile.
         let sfb_quarter = if V::SFB_ROW_OFFSET_FORGOTTEN { 0 } else { (tile.n0 % TILE_ROWS) / WARP };
-        for kb in 0..p.k_stages {
+        for kb in tile.kb_begin..tile.kb_end {
             let s = stage.slot;
             smem.full(s).wait(stage.phase);
             tcgen05::fence_after_thread_sync();
@@ -531,7 +625,7 @@ fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
                         idesc,
                         sfa,
                         sfb.column(sfb_quarter),
-                        kb > 0 || j > 0,
+                        kb > tile.kb_begin || j > 0,
                     );
                 }
                 // The stage may be refilled once these MMAs have read it.
@@ -549,6 +643,7 @@ fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
 }
 
 /// Warps 5-8: tensor memory → registers → fp16 → C.
+#[inline(always)]
 fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
     // Warp w may only read lanes 32·(w%4)..: its quarter of the tile's rows.
     let quarter = warp % 4;
@@ -558,23 +653,85 @@ fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
     while let Some(tile) = p.tile(local_tile) {
         smem.tmem_full(acc.slot).wait(acc.phase);
         tcgen05::fence_after_thread_sync();
-        let row = tile.m0 + quarter * WARP + lane;
+        let tile_row = quarter * WARP + lane;
+        let row = tile.m0 + tile_row;
         let c_row = p.args.c + ((tile.l as u64 * m_count as u64 + row as u64) * n_count as u64) * F16_BYTES as u64;
         for part in 0..BLOCK_N / WARP {
             let mut v = [0u32; 32];
             let columns = tmem.lane(quarter * WARP).column(ACC_COLUMN + acc.slot * BLOCK_N + part * WARP);
             tcgen05::ld_32x32b_x32(columns, &mut v);
             tcgen05::wait_ld(&mut v);
-            if row < m_count {
+            if p.splits > 1 {
+                let partial = p.partial_row(&tile, tile.split, tile_row) + (part * WARP * F32_BYTES) as u64;
+                store_partial(partial, &v);
+            } else if row < m_count {
                 store_row_part(c_row, tile.n0 + part * WARP, n_count, &v);
             }
         }
         // Every load of this accumulator has completed: hand it back to the MMA warp.
         tcgen05::fence_before_thread_sync();
         smem.tmem_empty(acc.slot).arrive();
+        if p.splits > 1 {
+            fix_up(smem, p, &tile, tile_row, c_row, lane + WARP * (warp - FIRST_EPILOGUE_WARP));
+        }
         acc.advance();
         local_tile += 1;
     }
+}
+
+/// Stores 32 f32 values (bits) of one partial row, 16 bytes at a time.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals: see `store_row_part`
+fn store_partial(addr: u64, v: &[u32; 32]) {
+    seq_macro::seq!(Q in 0..8 {
+        memory::st_global_v4_b32(addr + (Q * 16) as u64, [v[4 * Q], v[4 * Q + 1], v[4 * Q + 2], v[4 * Q + 3]]);
+    });
+}
+
+/// The split-K fix-up of one tile, by the 128 epilogue threads (`thread` 0..128): count this
+/// CTA's partial in; if it was the last, sum all partials in split order and write C.
+#[inline(always)]
+fn fix_up(smem: Smem, p: &Problem, tile: &Tile, tile_row: u32, c_row: u64, thread: u32) {
+    // This thread's partial stores happen before the count, for every thread of the GPU.
+    fence::acq_rel_gpu();
+    barrier::sync(BARRIER_EPILOGUE, EPILOGUE_THREADS);
+    if thread == 0 {
+        let arrived = memory::atom_add_acq_rel_gpu_u32(p.counter(tile), 1);
+        memory::st_shared_b32(smem.last_split(), (arrived == p.splits - 1) as u32);
+    }
+    barrier::sync(BARRIER_EPILOGUE, EPILOGUE_THREADS);
+    if memory::ld_shared_b32(smem.last_split()) == 0 {
+        return;
+    }
+    // Last: every other split's partial is complete and visible from here on.
+    fence::acq_rel_gpu();
+    let row = tile.m0 + tile_row;
+    for part in 0..BLOCK_N / WARP {
+        let mut sum = [0f32; 32];
+        for split in 0..p.splits {
+            let partial = p.partial_row(tile, split, tile_row) + (part * WARP * F32_BYTES) as u64;
+            add_partial(&mut sum, partial);
+        }
+        if row < p.args.m {
+            store_row_part(c_row, tile.n0 + part * WARP, p.args.n, &sum.map(f32::to_bits));
+        }
+    }
+    if thread == 0 {
+        // The next launch counts from zero again.
+        memory::st_global_b32(p.counter(tile), 0);
+    }
+}
+
+/// `sum += ` 32 f32 values of one partial row, read 16 bytes at a time through L2.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals: see `store_row_part`
+fn add_partial(sum: &mut [f32; 32], addr: u64) {
+    seq_macro::seq!(Q in 0..8 {
+        let w = memory::ld_global_cg_v4_b32(addr + (Q * 16) as u64);
+        for (i, bits) in w.iter().enumerate() {
+            sum[4 * Q + i] += f32::from_bits(*bits);
+        }
+    });
 }
 
 /// Stores 32 f32 values (bits) of one row as fp16 at columns `col0..col0 + 32` of the

@@ -93,3 +93,15 @@ pub fn st_global<T: Pod>(addr: u64, value: T) {
     // SAFETY: as in `ld_global`.
     unsafe { std::ptr::write_unaligned(ptr as *mut T, value) };
 }
+
+/// `atom.global.add.u32`: an atomic read-modify-write, atomic also between CTAs that run at
+/// the same time on different host threads. Returns the old value.
+#[track_caller]
+pub fn atom_add_global_u32(addr: u64, v: u32) -> u32 {
+    let ptr = global_access("atom.global.add.u32", addr, 4);
+    // SAFETY: `global_access` checked the 4 bytes lie in a live allocation and are 4-byte
+    // aligned; every access to them during a launch that races with this one is atomic
+    // or a kernel bug.
+    let atomic = unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr as *mut u32) };
+    atomic.fetch_add(v, std::sync::atomic::Ordering::SeqCst)
+}

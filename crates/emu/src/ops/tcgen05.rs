@@ -31,7 +31,15 @@ pub fn relinquish_alloc_permit() {
 /// `tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [d], a_desc, b_desc,
 /// idesc, [sfa], [sfb], enable_input_d;` — issued by one thread.
 #[track_caller]
-pub fn mma_mxf4nvf4_block_scale_4x(d: u32, a_desc: u64, b_desc: u64, idesc: u32, sfa: u32, sfb: u32, enable_input_d: bool) {
+pub fn mma_mxf4nvf4_block_scale_4x(
+    d: u32,
+    a_desc: u64,
+    b_desc: u64,
+    idesc: u32,
+    sfa: u32,
+    sfb: u32,
+    enable_input_d: bool,
+) {
     let _ = (d, a_desc, b_desc, idesc, sfa, sfb, enable_input_d);
     unimplemented!("tcgen05.mma")
 }
