@@ -29,7 +29,7 @@ pub fn ld_shared<T: Pod>(addr: u32) -> T {
 }
 
 /// `st.shared.T`: a generic-proxy write. Fails if an asynchronous copy owns a byte, if
-/// an in-flight wgmma will still read it, or if it would overwrite an mbarrier; the
+/// an in-flight wgmma or tcgen05.mma/cp will still read it, or if it would overwrite an mbarrier; the
 /// bytes are remembered as unfenced until this thread's `fence.proxy.async`.
 #[track_caller]
 pub fn st_shared<T: Pod>(addr: u32, value: T) {
@@ -49,7 +49,10 @@ pub fn st_shared<T: Pod>(addr: u32, value: T) {
         let a = ex.st.smem.base + b as u32;
         ex.fail(
             ErrorKind::InFlightRead,
-            format!("overwrites shared byte {a:#x}, which an in-flight wgmma still reads (missing wgmma.wait_group?)"),
+            format!(
+                "overwrites shared byte {a:#x}, which an in-flight async-proxy reader still reads (a wgmma: missing \
+                 wgmma.wait_group?; a tcgen05.mma/cp: missing wait on its tcgen05.commit mbarrier?)"
+            ),
         );
     }
     if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
