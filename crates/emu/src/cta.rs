@@ -19,6 +19,7 @@ use crate::memory::{GlobalMemory, SharedMemory};
 use crate::ops::bulk::BulkCopy;
 use crate::ops::cp_async::ThreadCopies;
 use crate::ops::mbarrier::Mbarrier;
+use crate::ops::tcgen05::Tcgen05Unit;
 use crate::ops::wgmma::WarpgroupMma;
 use crate::report::{EmuError, ErrorKind, Loc};
 
@@ -39,6 +40,8 @@ pub(crate) enum Wait {
     Mbarrier { addr: u32, parity: u32 },
     /// A collective until its rendezvous completes `generation`.
     Collective { scope: Scope, generation: u64 },
+    /// `tcgen05.alloc` until `columns` tensor-memory columns are free.
+    TmemAlloc { columns: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -118,6 +121,8 @@ pub(crate) struct CtaState {
     pub wgmma: Vec<WarpgroupMma>,
     /// Per thread: `wgmma.fence` executed since its accumulators were last accessible.
     pub wgmma_fenced: Vec<bool>,
+    /// Tensor memory and the tcgen05 operations in flight.
+    pub tcgen05: Tcgen05Unit,
     /// Monotonic counter that orders asynchronous work for lazy completion.
     pub async_sequence: u64,
     /// False polls since any thread last executed another instruction.
@@ -162,6 +167,7 @@ impl<'g> Cta<'g> {
                 bulk: VecDeque::new(),
                 wgmma: (0..warpgroups).map(|_| WarpgroupMma::default()).collect(),
                 wgmma_fenced: vec![false; threads],
+                tcgen05: Tcgen05Unit::new(threads),
                 async_sequence: 0,
                 futile_polls: 0,
             }),
@@ -321,6 +327,7 @@ fn satisfied(st: &CtaState, wait: &Wait) -> bool {
         Wait::Bar { id, generation } => st.barriers[id as usize].generation != generation,
         Wait::Mbarrier { addr, parity } => st.mbarriers.get(&addr).is_some_and(|m| m.phase_completed(parity)),
         Wait::Collective { scope, generation } => st.rendezvous.get(&scope).is_none_or(|r| r.generation != generation),
+        Wait::TmemAlloc { columns } => st.tcgen05.has_room(columns),
     }
 }
 
@@ -346,7 +353,7 @@ fn deadlock_report(st: &CtaState) -> String {
             Wait::Mbarrier { addr, parity } => match st.mbarriers.get(&addr) {
                 Some(m) => format!(
                     "`{instruction}` on mbarrier {addr:#x} for parity {parity} ({})",
-                    m.describe(addr, &st.bulk, &st.copies)
+                    m.describe(addr, &st.bulk, &st.copies, st.tcgen05.commit_arrivals(addr))
                 ),
                 None => format!("`{instruction}` on {addr:#x}, where no mbarrier was initialised"),
             },
@@ -356,6 +363,10 @@ fn deadlock_report(st: &CtaState) -> String {
                     r.members.iter().zip(&r.arrived).filter(|(_, a)| !**a).map(|(m, _)| *m).collect();
                 format!("`{instruction}` for threads {} of its {scope} that never arrive", ranges(&missing))
             }
+            Wait::TmemAlloc { columns } => format!(
+                "`{instruction}` for {columns} free tensor-memory columns (allocated: {})",
+                st.tcgen05.allocations_summary()
+            ),
         };
         let line = format!("{what} at {}:{}", loc.file(), loc.line());
         match lines.iter_mut().find(|(l, _)| *l == line) {

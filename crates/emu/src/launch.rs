@@ -219,6 +219,10 @@ fn run_cta(
             ErrorKind::Mbarrier,
         );
     }
+    if let Err(mut e) = ops::tcgen05::end_of_cta(&mut st) {
+        e.cta = ctaid;
+        return Err(e);
+    }
     for (addr, m) in &st.mbarriers {
         if m.pending != m.count || m.tx != 0 {
             return end_error(

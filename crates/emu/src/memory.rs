@@ -166,7 +166,7 @@ pub(crate) struct SharedMemory {
     pub bytes: Vec<u8>,
     /// Per byte: how many pending asynchronous copies will write it.
     pub async_writers: Vec<u8>,
-    /// Per byte: how many in-flight async-proxy readers (wgmma) will read it.
+    /// Per byte: how many in-flight async-proxy readers (wgmma, tcgen05.mma/cp) will read it.
     pub async_readers: Vec<u8>,
     /// Per byte: 1 + the thread whose generic write is not yet proxy-fenced, or 0.
     pub unfenced_by: Vec<u32>,
@@ -212,7 +212,7 @@ impl SharedMemory {
     }
 
     /// Marks `[i, i + len)` (indices into `bytes`) as owned by a pending asynchronous copy,
-    /// refusing bytes an in-flight wgmma still reads.
+    /// refusing bytes an in-flight wgmma or tcgen05 operation still reads.
     pub fn claim_for_async_write(&mut self, i: usize, len: usize) -> Result<(), (ErrorKind, String)> {
         if let Some(b) = (i..i + len).find(|&b| self.mbarrier_bytes[b]) {
             let a = self.base + b as u32;
@@ -225,10 +225,53 @@ impl SharedMemory {
             let a = self.base + b as u32;
             return Err((
                 ErrorKind::InFlightRead,
-                format!("copies into shared byte {a:#x}, which an in-flight wgmma still reads"),
+                format!("copies into shared byte {a:#x}, which an in-flight wgmma or tcgen05.mma/cp still reads"),
             ));
         }
         self.async_writers[i..i + len].iter_mut().for_each(|b| *b += 1);
+        Ok(())
+    }
+
+    /// Checks that the async proxy may read `[addr, addr + len)` now (the range is in
+    /// bounds): no asynchronous copy still owns a byte, and every generic write to it was
+    /// fenced for the async proxy by its writer. `reader` names the reading operation, e.g.
+    /// "the wgmma issued at f.rs:12" (built only for a report).
+    pub fn check_async_read(
+        &self,
+        addr: u32,
+        len: u32,
+        reader: impl Fn() -> String,
+    ) -> Result<(), (ErrorKind, String)> {
+        let i = (addr - self.base) as usize;
+        for b in i..i + len as usize {
+            let a = self.base + b as u32;
+            if self.async_writers[b] > 0 {
+                return Err((
+                    ErrorKind::AsyncOwned,
+                    format!(
+                        "{} reads shared byte {a:#x} while an asynchronous copy into it is still pending",
+                        reader()
+                    ),
+                ));
+            }
+            if self.unfenced_by[b] != 0 {
+                let writer = self.unfenced_by[b] - 1;
+                let at = self.unfenced[writer as usize]
+                    .iter()
+                    .rev()
+                    .find(|w| a >= w.start && a < w.start + w.len)
+                    .map(|w| format!(" at {}:{}", w.loc.file(), w.loc.line()))
+                    .unwrap_or_default();
+                return Err((
+                    ErrorKind::MissingProxyFence,
+                    format!(
+                        "{} reads shared byte {a:#x}, written by thread {writer}{at} through the generic proxy \
+                         with no fence.proxy.async in that thread before the read was issued",
+                        reader()
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -33,6 +33,10 @@ pub enum ErrorKind {
     /// wgmma misuse: a descriptor that leaves shared memory or cannot be decoded,
     /// accumulators touched while in flight, a missing `wgmma.fence`.
     Wgmma,
+    /// tcgen05 misuse: a descriptor that cannot be decoded, tensor memory used outside an
+    /// allocation or while a pending operation owns it, a lane quarter the warp may not
+    /// access, a missing tcgen05 fence, an allocation leaked at exit, unequal scale replicas.
+    Tcgen05,
     /// An operand the emulator does not model or the PTX ISA forbids.
     Unsupported,
     /// The kernel's Rust code panicked.

@@ -642,7 +642,7 @@ fn store_over_an_operand_of_an_in_flight_wgmma() {
         }
         wgmma::wait_group(0);
     });
-    expect(&e, ErrorKind::InFlightRead, &["overwrites shared byte 0x2404", "in-flight wgmma"]);
+    expect(&e, ErrorKind::InFlightRead, &["overwrites shared byte 0x2404", "in-flight async-proxy reader", "a wgmma"]);
     assert_eq!(e.thread, Some(9));
     line.assert_blamed(&e);
 }

@@ -108,8 +108,15 @@ struct SelftestArgs {
     /// Run the instruction probes instead (one tiny kernel per instruction family the
     /// emulator models) on the GPU and under emulation, each against its expected value;
     /// with --emulate, the emulator side only.
-    #[arg(long, conflicts_with = "compare_emulator")]
+    #[arg(long, conflicts_with_all = ["compare_emulator", "full", "kernel"])]
     probes: bool,
+    /// Under --emulate: the full list (the spec's correctness shapes and the odd ones,
+    /// as on a GPU) instead of the small shapes. Minutes per large shape.
+    #[arg(long, requires = "emulate")]
+    full: bool,
+    /// Only this kernel (default: every kernel the GPU runs; under --emulate, all).
+    #[arg(long, value_enum)]
+    kernel: Option<Kernel>,
     #[arg(long, default_value_t = 0)]
     device: usize,
     /// Also write the results as JSON.
@@ -370,11 +377,16 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
         return compare_emulator(args);
     }
     let gpu = if args.emulate { None } else { Some(Gpu::open(args.device)?) };
-    let kernels: Vec<Kernel> = match &gpu {
-        Some(g) => Kernel::ALL.into_iter().filter(|k| k.runs_on(g.info.compute_capability)).collect(),
-        None => Kernel::ALL.to_vec(),
+    let kernels: Vec<Kernel> = match (&gpu, args.kernel) {
+        (Some(g), Some(k)) => {
+            k.check_device(&g.info)?;
+            vec![k]
+        }
+        (Some(g), None) => Kernel::ALL.into_iter().filter(|k| k.runs_on(g.info.compute_capability)).collect(),
+        (None, Some(k)) => vec![k],
+        (None, None) => Kernel::ALL.to_vec(),
     };
-    let shapes: Vec<&str> = if args.emulate {
+    let shapes: Vec<&str> = if args.emulate && !args.full {
         EMULATOR_SHAPES.to_vec()
     } else {
         CORRECTNESS_SHAPES.iter().chain(ODD_SHAPES.iter()).copied().collect()
@@ -456,7 +468,13 @@ struct EmulatorComparison {
 
 fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
     let gpu = Gpu::open(args.device)?;
-    let kernels: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect();
+    let kernels: Vec<Kernel> = match args.kernel {
+        Some(k) => {
+            k.check_device(&gpu.info)?;
+            vec![k]
+        }
+        None => Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect(),
+    };
     println!("GPU ({}) vs emulator, same kernel source, same inputs", gpu.info.name);
     println!(
         "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}",

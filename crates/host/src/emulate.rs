@@ -24,6 +24,11 @@ pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
     run_body(problem, kernel.launch(problem.shape), kernel.body())
 }
 
+/// Workspace every emulated launch gets: the most any kernel asks for the shape.
+fn workspace_bytes(problem: &Problem) -> u64 {
+    Kernel::ALL.iter().map(|k| k.workspace_bytes(problem.shape)).max().unwrap_or(0)
+}
+
 /// Runs any kernel body (for instance a deliberately broken variant in a test) with the
 /// launch geometry `launch`.
 pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<EmulatedRun> {
@@ -36,6 +41,7 @@ pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sy
         sfa: memory.alloc_from("SFA", &problem.sfa),
         sfb: memory.alloc_from("SFB", &problem.sfb),
         c: memory.alloc_from("C", &poison),
+        workspace: memory.alloc_from("workspace", &vec![0; workspace_bytes(problem) as usize]),
         m: shape.m,
         n: shape.n,
         k: shape.k,

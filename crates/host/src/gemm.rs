@@ -33,6 +33,9 @@ pub struct DeviceProblem {
     sfa: CudaSlice<u8>,
     sfb: CudaSlice<u8>,
     c: CudaSlice<u16>,
+    /// Scratch for kernels that split K (zero-filled when allocated; kernels leave it so),
+    /// allocated at the first launch that needs it.
+    workspace: Option<CudaSlice<u8>>,
 }
 
 /// One kernel, loaded on one GPU.
@@ -108,7 +111,9 @@ impl<'g> Gemm<'g> {
 
     /// Copies a problem to the GPU (checking it fits first).
     pub fn upload(&self, p: &Problem) -> Result<DeviceProblem> {
-        Gemm::check_memory(self.gpu, p.shape, 2 * self.gpu.info.l2_bytes)?;
+        // Scratch: the L2 flush buffer of `time`, and the largest kernel workspace.
+        let workspace = Kernel::ALL.iter().map(|k| k.workspace_bytes(p.shape)).max().unwrap_or(0);
+        Gemm::check_memory(self.gpu, p.shape, 2 * self.gpu.info.l2_bytes + workspace)?;
         let s = &self.gpu.stream;
         Ok(DeviceProblem {
             shape: p.shape,
@@ -117,6 +122,7 @@ impl<'g> Gemm<'g> {
             sfa: s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
             sfb: s.clone_htod(&p.sfb).context("copying SFB to the GPU")?,
             c: s.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).context("allocating C")?,
+            workspace: None,
         })
     }
 
@@ -128,13 +134,28 @@ impl<'g> Gemm<'g> {
         let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
         let (a, b, sfa, sfb) = (ptr(&d.a), ptr(&d.b), ptr(&d.sfa), ptr(&d.sfb));
         let c = d.c.device_ptr(s).0;
+        let needed = self.kernel.workspace_bytes(shape) as usize;
+        if d.workspace.as_ref().is_none_or(|w| w.len() < needed) {
+            d.workspace = Some(s.alloc_zeros::<u8>(needed.max(1)).context("allocating the workspace")?);
+        }
+        let workspace = d.workspace.as_ref().map_or(0, |w| w.device_ptr(s).0);
         let config = LaunchConfig {
             grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
             block_dim: (l.block[0], l.block[1], l.block[2]),
             shared_mem_bytes: l.dynamic_smem,
         };
         let mut builder = s.launch_builder(&self.function);
-        builder.arg(&a).arg(&b).arg(&sfa).arg(&sfb).arg(&c).arg(&shape.m).arg(&shape.n).arg(&shape.k).arg(&shape.l);
+        builder
+            .arg(&a)
+            .arg(&b)
+            .arg(&sfa)
+            .arg(&sfb)
+            .arg(&c)
+            .arg(&workspace)
+            .arg(&shape.m)
+            .arg(&shape.n)
+            .arg(&shape.k)
+            .arg(&shape.l);
         // SAFETY: the arguments match the entry point's signature (`kernel::GemmArgs`
         // order) and the buffers have the sizes the shape implies.
         unsafe { builder.launch(config) }.context(format!("launching {}", self.kernel))?;

@@ -17,6 +17,8 @@ pub enum Kernel {
     Naive,
     /// Hopper: exact in-kernel FP4→fp16 dequantization feeding wgmma.
     Sm90,
+    /// Blackwell: block-scaled FP4 tcgen05 MMA, scales in tensor memory.
+    Sm100,
 }
 
 /// Which kernel to run: a specific one, or the best this GPU can run.
@@ -25,6 +27,7 @@ pub enum KernelChoice {
     Auto,
     Naive,
     Sm90,
+    Sm100,
 }
 
 /// Which GPUs a kernel's PTX can run on.
@@ -38,12 +41,13 @@ pub enum ArchRule {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 2] = [Kernel::Naive, Kernel::Sm90];
+    pub const ALL: [Kernel; 3] = [Kernel::Naive, Kernel::Sm90, Kernel::Sm100];
 
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Naive => "naive",
             Kernel::Sm90 => "sm90",
+            Kernel::Sm100 => "sm100",
         }
     }
 
@@ -54,6 +58,9 @@ impl Kernel {
             Kernel::Sm90 => {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
+            Kernel::Sm100 => {
+                "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
+            }
         }
     }
 
@@ -62,6 +69,7 @@ impl Kernel {
         match self {
             Kernel::Naive => ("portable", "nvfp4_gemm_naive"),
             Kernel::Sm90 => ("sm90a", "nvfp4_gemm_sm90"),
+            Kernel::Sm100 => ("sm100a", "nvfp4_gemm_sm100"),
         }
     }
 
@@ -71,6 +79,10 @@ impl Kernel {
                 (ArchRule::AtLeast(7, 5), "its portable PTX targets sm_75, the oldest architecture CUDA 13 supports")
             }
             Kernel::Sm90 => (ArchRule::Exactly(9, 0), "wgmma exists only on Hopper (sm_90a PTX)"),
+            Kernel::Sm100 => (
+                ArchRule::Exactly(10, 0),
+                "tcgen05 block-scaled FP4 MMA is sm_100a PTX: B200 and GB200 only (sm_103 parts need their own build)",
+            ),
         }
     }
 
@@ -114,6 +126,16 @@ impl Kernel {
         match self {
             Kernel::Naive => 0,
             Kernel::Sm90 => kernel::sm90::SMEM_BYTES,
+            Kernel::Sm100 => kernel::sm100::SMEM_BYTES,
+        }
+    }
+
+    /// Scratch GPU memory the kernel needs for `shape` (zero-filled before its first
+    /// launch; the kernel leaves it reusable).
+    pub fn workspace_bytes(self, shape: Shape) -> u64 {
+        match self {
+            Kernel::Naive | Kernel::Sm90 => 0,
+            Kernel::Sm100 => kernel::sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
         }
     }
 
@@ -122,6 +144,7 @@ impl Kernel {
         match self {
             Kernel::Naive => kernel::naive::launch(shape.m, shape.n, shape.l),
             Kernel::Sm90 => kernel::sm90::launch(shape.m, shape.n, shape.l),
+            Kernel::Sm100 => kernel::sm100::launch(shape.m, shape.n, shape.k, shape.l),
         }
     }
 
@@ -130,6 +153,7 @@ impl Kernel {
         match self {
             Kernel::Naive => kernel::naive::gemm,
             Kernel::Sm90 => kernel::sm90::gemm::<kernel::sm90::Correct>,
+            Kernel::Sm100 => kernel::sm100::gemm::<kernel::sm100::Correct>,
         }
     }
 
@@ -144,6 +168,9 @@ impl Kernel {
             }
             // Dense fp16 wgmma: 4096 FLOP/clk/SM on an H100 (measured with SS m64n256k16).
             Kernel::Sm90 => (4096.0, "dense fp16 tensor cores"),
+            // Dense block-scaled FP4 tcgen05: 16384 FMA/clk/SM (a B200's 9 PFLOP/s dense
+            // FP4 over 148 SMs at ~1.9 GHz); not measured here, no B200 at hand.
+            Kernel::Sm100 => (32768.0, "dense FP4 tensor cores"),
         }
     }
 }
@@ -161,6 +188,7 @@ impl KernelChoice {
         match self {
             KernelChoice::Naive => Kernel::Naive,
             KernelChoice::Sm90 => Kernel::Sm90,
+            KernelChoice::Sm100 => Kernel::Sm100,
             KernelChoice::Auto => {
                 Kernel::ALL.iter().rev().copied().find(|k| cc.is_none_or(|cc| k.runs_on(cc))).unwrap_or(Kernel::Naive)
             }
@@ -194,14 +222,20 @@ mod tests {
         assert!(!Kernel::Naive.runs_on((7, 0)), "CUDA 13 dropped Volta");
         assert!(Kernel::Sm90.runs_on((9, 0)));
         assert!(!Kernel::Sm90.runs_on((8, 9)) && !Kernel::Sm90.runs_on((10, 0)), "sm_90a PTX runs on Hopper only");
+        assert!(Kernel::Sm100.runs_on((10, 0)));
+        assert!(
+            !Kernel::Sm100.runs_on((9, 0)) && !Kernel::Sm100.runs_on((10, 3)) && !Kernel::Sm100.runs_on((12, 0)),
+            "sm_100a PTX runs on B200/GB200 only"
+        );
     }
 
     #[test]
     fn auto_picks_the_most_capable_kernel() {
         assert_eq!(KernelChoice::Auto.resolve(Some((9, 0))), Kernel::Sm90);
         assert_eq!(KernelChoice::Auto.resolve(Some((8, 0))), Kernel::Naive);
-        assert_eq!(KernelChoice::Auto.resolve(Some((10, 0))), Kernel::Naive);
-        assert_eq!(KernelChoice::Auto.resolve(None), Kernel::Sm90, "the emulator runs everything");
+        assert_eq!(KernelChoice::Auto.resolve(Some((10, 0))), Kernel::Sm100);
+        assert_eq!(KernelChoice::Auto.resolve(Some((12, 0))), Kernel::Naive);
+        assert_eq!(KernelChoice::Auto.resolve(None), Kernel::Sm100, "the emulator runs everything");
         assert_eq!(KernelChoice::Naive.resolve(Some((9, 0))), Kernel::Naive);
     }
 
@@ -220,6 +254,13 @@ mod tests {
         assert!(err.contains("no kernel of this build runs on it; `--emulate`"), "{err}");
 
         assert!(Kernel::Sm90.check_device(&device((9, 0))).is_ok());
+
+        // On the H100: sm100 is refused, and the message names what runs instead.
+        let err = Kernel::Sm100.check_device(&device((9, 0))).unwrap_err().to_string();
+        assert!(err.contains("kernel `sm100` needs compute capability 10.0"), "{err}");
+        assert!(err.contains("has 9.0"), "{err}");
+        assert!(err.contains("kernels that run here: naive, sm90"), "{err}");
+        assert!(Kernel::Sm100.check_device(&device((10, 0))).is_ok());
     }
 
     #[test]

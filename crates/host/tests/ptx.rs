@@ -30,7 +30,7 @@ fn each_ptx_has_its_entry_points() {
     };
     assert_eq!(entries("portable"), ["nvfp4_gemm_naive"]);
     assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90"]);
-    assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive"]);
+    assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
 }
 
 #[test]
@@ -127,6 +127,36 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
     ] {
         assert!(ptx.contains(instruction), "sm90 PTX lacks `{instruction}`");
     }
+}
+
+#[test]
+fn sm100_uses_the_blackwell_instructions_it_is_written_with() {
+    let ptx = target("sm100a").unwrap().ptx;
+    for instruction in [
+        "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32",
+        "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned",
+        "tcgen05.cp.cta_group::1.32x128b.warpx4",
+        "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X",
+        "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
+        "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+        "tcgen05.wait::ld.sync.aligned",
+        "tcgen05.fence::before_thread_sync",
+        "tcgen05.fence::after_thread_sync",
+        "tcgen05.dealloc.cta_group::1.sync.aligned.b32",
+        "cp.async.cg.shared.global",
+        "cp.async.wait_group 4",
+        "fence.proxy.async.shared::cta",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "st.global.v4.b32",
+        // The split-K fix-up.
+        "fence.acq_rel.gpu",
+        "atom.acq_rel.gpu.global.add.u32",
+        "ld.global.cg.v4.b32",
+    ] {
+        assert!(ptx.contains(instruction), "sm100 PTX lacks `{instruction}`");
+    }
+    // One cta_group for every tcgen05 instruction (ptxas rejects a mix).
+    assert!(!ptx.contains("cta_group::2"));
 }
 
 #[test]

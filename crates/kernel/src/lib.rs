@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`] |
 //! | `sm_90a` | [`naive`], [`sm90`] |
-//! | `sm_100a` (+PTX 8.7) | [`naive`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`], [`sm100`] |
 //!
 //! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
 //! --probes`) are in the `sm_90a` and `sm_100a` builds (`probe_warp` in all three).
@@ -33,12 +33,13 @@ macro_rules! gemm_entry_point {
             sfa: u64,
             sfb: u64,
             c: u64,
+            workspace: u64,
             m: u32,
             n: u32,
             k: u32,
             l: u32,
         ) {
-            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, m, n, k, l })
+            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, workspace, m, n, k, l })
         }
     };
 }
@@ -46,6 +47,8 @@ macro_rules! gemm_entry_point {
 pub mod naive;
 pub mod probes;
 pub mod ptx;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
+pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90;
 
@@ -53,6 +56,9 @@ pub mod sm90;
 ///
 /// `a` is [L][M][K/2] packed e2m1, `b` [L][N][K/2], `sfa`/`sfb` the blocked e4m3 scales
 /// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] fp16.
+/// `workspace` is scratch for kernels that split K across CTAs (the kernel module's
+/// `workspace_bytes`, 0 for most shapes and kernels): zero-filled before a kernel's first
+/// launch, and left zero-filled where it must be by every launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct GemmArgs {
@@ -61,6 +67,7 @@ pub struct GemmArgs {
     pub sfa: u64,
     pub sfb: u64,
     pub c: u64,
+    pub workspace: u64,
     pub m: u32,
     pub n: u32,
     pub k: u32,

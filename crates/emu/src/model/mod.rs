@@ -11,5 +11,6 @@
 //! by title; the title is the stable reference when numbers shift between ISA versions.
 
 pub mod numeric;
+pub mod tcgen05;
 pub mod tensor_map;
 pub mod wgmma;

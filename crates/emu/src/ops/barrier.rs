@@ -12,6 +12,8 @@ use crate::report::ErrorKind;
 
 fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, loc_ex: super::Exec) -> super::Exec {
     let mut ex = loc_ex;
+    let r = ex.st.tcgen05.check_before_sync(ex.me);
+    ex = ex.check(r).0;
     let threads = ex.cta.threads();
     if id >= NAMED_BARRIERS {
         ex.fail(ErrorKind::Barrier, format!("barrier id {id} is out of range 0..{NAMED_BARRIERS}"));
@@ -43,9 +45,14 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
     if b.arrived >= b.expected {
         b.arrived = 0;
         b.generation += 1;
-        return ex;
+    } else if wait {
+        ex = ex.block(Wait::Bar { id, generation });
     }
-    if wait { ex.block(Wait::Bar { id, generation }) } else { ex }
+    if wait {
+        let (me, loc) = (ex.me, ex.loc);
+        ex.st.tcgen05.synchronised(me, instruction, loc);
+    }
+    ex
 }
 
 /// `bar.sync id;` — all threads of the CTA.

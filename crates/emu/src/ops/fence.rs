@@ -50,3 +50,11 @@ pub fn mbarrier_init() {
 pub fn acq_rel_cta() {
     drop(exec("fence.acq_rel.cta"));
 }
+
+/// `fence.acq_rel.gpu` (`__threadfence()`): global memory under emulation is sequentially
+/// consistent across CTAs, so there is nothing to model beyond counting it. (A missing
+/// GPU-scope fence is therefore not detected here: see the kernels' comments.)
+#[track_caller]
+pub fn acq_rel_gpu() {
+    drop(exec("fence.acq_rel.gpu"));
+}

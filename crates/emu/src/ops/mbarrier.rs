@@ -78,13 +78,20 @@ impl Mbarrier {
     }
 
     /// One line for deadlock reports: what the current phase still needs.
-    pub fn describe(&self, addr: u32, bulk: &VecDeque<BulkCopy>, copies: &[ThreadCopies]) -> String {
+    pub fn describe(
+        &self,
+        addr: u32,
+        bulk: &VecDeque<BulkCopy>,
+        copies: &[ThreadCopies],
+        tcgen05_commits: usize,
+    ) -> String {
         let in_flight: u64 = bulk.iter().filter(|b| b.mbarrier == addr).map(|b| b.bytes as u64).sum();
         let cp_arrivals =
             copies.iter().map(|c| c.triggers.iter().filter(|t| t.mbarrier == addr).count()).sum::<usize>();
         format!(
-            "phase {}: {} of {} arrivals missing, tx-count {} with {} bytes of bulk copies and {} cp.async arrivals in flight",
-            self.phase, self.pending, self.count, self.tx, in_flight, cp_arrivals
+            "phase {}: {} of {} arrivals missing, tx-count {} with {} bytes of bulk copies, {} cp.async arrivals and {} \
+             tcgen05.commit arrivals in flight",
+            self.phase, self.pending, self.count, self.tx, in_flight, cp_arrivals, tcgen05_commits
         )
     }
 }
@@ -117,10 +124,21 @@ pub fn init(addr: u32, count: u32) {
 }
 
 /// Runs `f` on the mbarrier at `addr` for `instruction`, failing the launch on its error.
+/// An arrival (`arrives`) signals other threads: this thread's `tcgen05.ld`s must be
+/// ordered before it by `tcgen05.fence::before_thread_sync`.
 #[track_caller]
-fn with_barrier(instruction: &'static str, addr: u32, f: impl FnOnce(&mut Mbarrier) -> Result<u64, String>) -> u64 {
+fn with_barrier(
+    instruction: &'static str,
+    addr: u32,
+    arrives: bool,
+    f: impl FnOnce(&mut Mbarrier) -> Result<u64, String>,
+) -> u64 {
     let ex = exec(instruction);
     let (mut ex, ()) = lookup(ex, addr);
+    if arrives {
+        let r = ex.st.tcgen05.check_before_sync(ex.me);
+        ex = ex.check(r).0;
+    }
     let m = ex.st.mbarriers.get_mut(&addr).expect("looked up");
     match f(m) {
         Ok(v) => v,
@@ -131,7 +149,7 @@ fn with_barrier(instruction: &'static str, addr: u32, f: impl FnOnce(&mut Mbarri
 /// `mbarrier.arrive.shared::cta.b64 state, [addr];` — returns the phase arrived on.
 #[track_caller]
 pub fn arrive(addr: u32) -> u64 {
-    with_barrier("mbarrier.arrive.shared::cta.b64", addr, |m| {
+    with_barrier("mbarrier.arrive.shared::cta.b64", addr, true, |m| {
         let phase = m.phase;
         m.arrive(1).map(|()| phase)
     })
@@ -141,7 +159,7 @@ pub fn arrive(addr: u32) -> u64 {
 /// bytes to the current phase, then arrives.
 #[track_caller]
 pub fn arrive_expect_tx(addr: u32, tx: u32) -> u64 {
-    with_barrier("mbarrier.arrive.expect_tx.shared::cta.b64", addr, |m| {
+    with_barrier("mbarrier.arrive.expect_tx.shared::cta.b64", addr, true, |m| {
         let phase = m.phase;
         m.expect_tx(tx)?;
         m.arrive(1).map(|()| phase)
@@ -151,7 +169,7 @@ pub fn arrive_expect_tx(addr: u32, tx: u32) -> u64 {
 /// `mbarrier.expect_tx.shared::cta.b64 [addr], tx;`
 #[track_caller]
 pub fn expect_tx(addr: u32, tx: u32) {
-    with_barrier("mbarrier.expect_tx.shared::cta.b64", addr, |m| m.expect_tx(tx).map(|()| 0));
+    with_barrier("mbarrier.expect_tx.shared::cta.b64", addr, false, |m| m.expect_tx(tx).map(|()| 0));
 }
 
 /// `mbarrier.try_wait.parity.shared::cta.b64 done, [addr], parity;` The hardware may
@@ -161,11 +179,12 @@ pub fn expect_tx(addr: u32, tx: u32) {
 #[track_caller]
 pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.try_wait.parity.shared::cta.b64");
-    let (ex, ()) = lookup(ex, addr);
-    if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
-        return true;
+    let (mut ex, ()) = lookup(ex, addr);
+    if !ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        ex = ex.block(Wait::Mbarrier { addr, parity: parity & 1 });
     }
-    drop(ex.block(Wait::Mbarrier { addr, parity: parity & 1 }));
+    let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
+    ex.st.tcgen05.synchronised(me, instruction, loc);
     true
 }
 
@@ -175,8 +194,10 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
 #[track_caller]
 pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.test_wait.parity.shared::cta.b64");
-    let (ex, ()) = lookup(ex, addr);
+    let (mut ex, ()) = lookup(ex, addr);
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
+        ex.st.tcgen05.synchronised(me, instruction, loc);
         return true;
     }
     let super::Exec { cta, me, st, instruction, loc } = ex;

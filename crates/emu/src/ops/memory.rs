@@ -29,7 +29,7 @@ pub fn ld_shared<T: Pod>(addr: u32) -> T {
 }
 
 /// `st.shared.T`: a generic-proxy write. Fails if an asynchronous copy owns a byte, if
-/// an in-flight wgmma will still read it, or if it would overwrite an mbarrier; the
+/// an in-flight wgmma or tcgen05.mma/cp will still read it, or if it would overwrite an mbarrier; the
 /// bytes are remembered as unfenced until this thread's `fence.proxy.async`.
 #[track_caller]
 pub fn st_shared<T: Pod>(addr: u32, value: T) {
@@ -49,7 +49,10 @@ pub fn st_shared<T: Pod>(addr: u32, value: T) {
         let a = ex.st.smem.base + b as u32;
         ex.fail(
             ErrorKind::InFlightRead,
-            format!("overwrites shared byte {a:#x}, which an in-flight wgmma still reads (missing wgmma.wait_group?)"),
+            format!(
+                "overwrites shared byte {a:#x}, which an in-flight async-proxy reader still reads (a wgmma: missing \
+                 wgmma.wait_group?; a tcgen05.mma/cp: missing wait on its tcgen05.commit mbarrier?)"
+            ),
         );
     }
     if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
@@ -92,4 +95,16 @@ pub fn st_global<T: Pod>(addr: u64, value: T) {
     let ptr = global_access("st.global", addr, size_of::<T>());
     // SAFETY: as in `ld_global`.
     unsafe { std::ptr::write_unaligned(ptr as *mut T, value) };
+}
+
+/// `atom.global.add.u32`: an atomic read-modify-write, atomic also between CTAs that run at
+/// the same time on different host threads. Returns the old value.
+#[track_caller]
+pub fn atom_add_global_u32(addr: u64, v: u32) -> u32 {
+    let ptr = global_access("atom.global.add.u32", addr, 4);
+    // SAFETY: `global_access` checked the 4 bytes lie in a live allocation and are 4-byte
+    // aligned; every access to them during a launch that races with this one is atomic
+    // or a kernel bug.
+    let atomic = unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr as *mut u32) };
+    atomic.fetch_add(v, std::sync::atomic::Ordering::SeqCst)
 }

@@ -5,78 +5,935 @@
 //! API contract with the kernel crate's `ptx::tcgen05` wrappers (every function is
 //! `#[track_caller]`). Tensor-memory addresses are 32-bit: lane in bits 31-16, column in
 //! bits 15-0. Shared-memory addresses are shared-window addresses (as `cvta.to.shared`).
+//!
+//! How the unit is emulated (all of its state is one [`Tcgen05Unit`] in the CTA):
+//! * **Tensor memory** (TMEM) is 128 lanes × 512 columns of 32-bit cells, created on the
+//!   first `alloc` and filled with [`TMEM_POISON`] (a NaN: real TMEM starts as garbage).
+//!   Every access must fall inside an allocation.
+//! * **`cp` and `mma` are asynchronous.** They are checked and recorded at issue, per
+//!   issuing thread and in issue order (so a thread's `cp` → `mma` order holds), and
+//!   executed — shared memory read, TMEM written — only when a `commit`'s mbarrier arrival
+//!   is needed: when no thread can run without it (the lazy completion of
+//!   [`super::complete_one_lazy`]), i.e. as late as the rules allow. While pending, the
+//!   shared bytes they read are claimed (a store into them is `InFlightRead`) and the TMEM
+//!   columns they read and write are owned (a `ld` of them, or another thread's `cp`/`mma`
+//!   touching them, is reported).
+//! * **`ld` is asynchronous too:** the registers hold [`LD_POISON`] until the warp's
+//!   `wait_ld`, so a missing wait yields NaN.
+//! * **Fences.** After a thread synchronisation (a completed mbarrier wait or `bar.sync`) a
+//!   thread must execute `fence::after_thread_sync` before its next `mma`/`cp`/`ld`/
+//!   `dealloc`; after a `ld` it must execute `fence::before_thread_sync` (or a `commit`,
+//!   which implies it) before its next arrive or `bar.sync`. These are the canonical
+//!   patterns of PTX ISA 9.7.16.6.4, enforced strictly (per thread, whatever the
+//!   synchronisation orders).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+
+use super::{Exec, exec, warp_members};
+use crate::cta::{CtaState, Scope, Slot, WARP, Wait};
+use crate::model::tcgen05::{
+    DescError, InstrDesc, MMA_M, ROW_BYTES, TMEM_COLUMNS, TMEM_LANES, decode_idesc, decode_smem_desc,
+    mma_block_scale_4x, scale_value,
+};
+use crate::report::{EmuError, ErrorKind, Loc};
+
+/// What a never-written tensor-memory cell holds: a quiet NaN with a recognisable payload,
+/// so accumulating onto a fresh accumulator poisons the result.
+pub const TMEM_POISON: u32 = 0x7FDE_AD01;
+/// What a `tcgen05.ld` destination register holds until the warp's `wait_ld`.
+pub const LD_POISON: u32 = 0x7FDE_AD02;
+
+const MMA: &str = "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X";
+const CP: &str = "tcgen05.cp.cta_group::1.32x128b.warpx4";
+
+/// Tensor memory: `cells[lane * 512 + column]`, and whether each cell was written since
+/// its allocation (a scale factor read from an unwritten cell is reported).
+struct Tmem {
+    cells: Vec<u32>,
+    written: Vec<bool>,
+}
+
+impl Tmem {
+    fn new() -> Tmem {
+        let n = (TMEM_LANES * TMEM_COLUMNS) as usize;
+        Tmem { cells: vec![TMEM_POISON; n], written: vec![false; n] }
+    }
+    fn at(lane: u32, column: u32) -> usize {
+        (lane * TMEM_COLUMNS + column) as usize
+    }
+    fn write(&mut self, lane: u32, column: u32, value: u32) {
+        let i = Tmem::at(lane, column);
+        self.cells[i] = value;
+        self.written[i] = true;
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Allocation {
+    columns: u32,
+    loc: Loc,
+}
+
+enum OpKind {
+    /// `cp.32x128b.warpx4`: the shared address of each of the 32 source rows (16 bytes).
+    Cp { rows: Vec<u32>, column: u32 },
+    Mma {
+        d: u32,
+        idesc: InstrDesc,
+        /// Shared addresses of the 16-byte chunks: row r's at `2r` and `2r + 1`.
+        a_chunks: Vec<u32>,
+        b_chunks: Vec<u32>,
+        sfa: u32,
+        sfb: u32,
+        accumulate: bool,
+    },
+}
+
+/// One issued `cp` or `mma`, not yet executed.
+struct Op {
+    sequence: u64,
+    kind: OpKind,
+    loc: Loc,
+}
+
+impl Op {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            OpKind::Cp { .. } => "tcgen05.cp",
+            OpKind::Mma { .. } => "tcgen05.mma",
+        }
+    }
+    /// TMEM columns (all 128 lanes) it writes.
+    fn writes(&self) -> Range<u32> {
+        match self.kind {
+            OpKind::Cp { column, .. } => column..column + 4,
+            OpKind::Mma { d, idesc, .. } => d..d + idesc.n,
+        }
+    }
+    /// TMEM columns (all 128 lanes: the scale replicas, the accumulator) it reads.
+    fn reads(&self) -> Vec<Range<u32>> {
+        match self.kind {
+            OpKind::Cp { .. } => Vec::new(),
+            OpKind::Mma { d, idesc, sfa, sfb, accumulate, .. } => {
+                let mut r = vec![sfa..sfa + 4, sfb..sfb + sfb_columns(idesc.n)];
+                if accumulate {
+                    r.push(d..d + idesc.n);
+                }
+                r
+            }
+        }
+    }
+    /// The 16-byte shared chunks it reads.
+    fn smem_chunks(&self) -> impl Iterator<Item = u32> + '_ {
+        let (x, y): (&[u32], &[u32]) = match &self.kind {
+            OpKind::Cp { rows, .. } => (rows, &[]),
+            OpKind::Mma { a_chunks, b_chunks, .. } => (a_chunks, b_chunks),
+        };
+        x.iter().chain(y).copied()
+    }
+    fn at(&self) -> String {
+        format!("{} issued at {}:{}", self.name(), self.loc.file(), self.loc.line())
+    }
+}
+
+/// Columns of SFB one MMA reads: row n of B is column `n / 32`.
+fn sfb_columns(n: u32) -> u32 {
+    n.div_ceil(32)
+}
+
+/// A `commit`: one arrival on `mbarrier` once every op of the thread up to `after` is done.
+struct Commit {
+    after: u64,
+    mbarrier: u32,
+    loc: Loc,
+}
+
+/// An `ld` waiting for `wait_ld`: the registers and the values they will receive.
+struct PendingLd {
+    regs: usize,
+    values: Vec<u32>,
+}
+
+#[derive(Default)]
+struct ThreadUnit {
+    ops: VecDeque<Op>,
+    commits: VecDeque<Commit>,
+    last_issued: u64,
+    loads: Vec<PendingLd>,
+    /// A synchronisation this thread completed with no `fence::after_thread_sync` since.
+    synced: Option<(&'static str, Loc)>,
+    /// A `ld` this thread issued with no `fence::before_thread_sync` since.
+    ld_unfenced: Option<Loc>,
+}
+
+/// The CTA's tcgen05 state: tensor memory, allocations, and each thread's async work.
+pub(crate) struct Tcgen05Unit {
+    tmem: Option<Box<Tmem>>,
+    /// By first column.
+    allocations: BTreeMap<u32, Allocation>,
+    relinquished: Option<Loc>,
+    threads: Vec<ThreadUnit>,
+}
+
+impl Tcgen05Unit {
+    pub fn new(threads: usize) -> Tcgen05Unit {
+        Tcgen05Unit {
+            tmem: None,
+            allocations: BTreeMap::new(),
+            relinquished: None,
+            threads: (0..threads).map(|_| ThreadUnit::default()).collect(),
+        }
+    }
+
+    /// Thread `thread` completed a synchronisation (`instruction` at `loc`): its next
+    /// tcgen05 operation needs a `fence::after_thread_sync` first.
+    pub fn synchronised(&mut self, thread: u32, instruction: &'static str, loc: Loc) {
+        self.threads[thread as usize].synced = Some((instruction, loc));
+    }
+
+    /// Whether thread `thread` may signal other threads now (an arrive or `bar.sync`): not
+    /// while a `tcgen05.ld` of it is unordered by `fence::before_thread_sync`.
+    pub fn check_before_sync(&self, thread: u32) -> Result<(), (ErrorKind, String)> {
+        match self.threads[thread as usize].ld_unfenced {
+            Some(at) => Err((
+                ErrorKind::Tcgen05,
+                format!(
+                    "this thread's tcgen05.ld at {}:{} is not ordered before this synchronisation: missing \
+                     tcgen05.fence::before_thread_sync between them",
+                    at.file(),
+                    at.line()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether an allocation of `columns` would succeed now.
+    pub fn has_room(&self, columns: u32) -> bool {
+        self.first_fit(columns).is_some()
+    }
+
+    fn first_fit(&self, columns: u32) -> Option<u32> {
+        (0..TMEM_COLUMNS).step_by(columns.max(1) as usize).find(|&c| {
+            c + columns <= TMEM_COLUMNS && self.allocations.iter().all(|(&s, a)| c + columns <= s || s + a.columns <= c)
+        })
+    }
+
+    /// `commit` arrivals on `mbar` not yet made (for deadlock reports).
+    pub fn commit_arrivals(&self, mbar: u32) -> usize {
+        self.threads.iter().map(|t| t.commits.iter().filter(|c| c.mbarrier == mbar).count()).sum()
+    }
+
+    /// The oldest op some commit waits for: (its sequence, its thread).
+    pub fn oldest_observed(&self) -> Option<(u64, u32)> {
+        self.threads
+            .iter()
+            .enumerate()
+            .filter_map(|(t, q)| {
+                let c = q.commits.front()?;
+                let op = q.ops.front()?;
+                (op.sequence <= c.after).then_some((op.sequence, t as u32))
+            })
+            .min()
+    }
+
+    /// A description of the allocations, for reports.
+    pub fn allocations_summary(&self) -> String {
+        if self.allocations.is_empty() {
+            return "none".into();
+        }
+        let list: Vec<String> = self
+            .allocations
+            .iter()
+            .map(|(s, a)| format!("columns {s}..{} (at {}:{})", s + a.columns, a.loc.file(), a.loc.line()))
+            .collect();
+        list.join(", ")
+    }
+
+    /// Checks that columns `cols` lie inside one allocation.
+    fn check_allocated(&self, cols: Range<u32>, what: &str) -> Result<(), (ErrorKind, String)> {
+        let inside = self.allocations.range(..=cols.start).next_back().is_some_and(|(&s, a)| cols.end <= s + a.columns);
+        if inside {
+            return Ok(());
+        }
+        Err((
+            ErrorKind::Tcgen05,
+            format!(
+                "{what}: tensor-memory columns {}..{} are not inside one allocation (allocated: {})",
+                cols.start,
+                cols.end,
+                self.allocations_summary()
+            ),
+        ))
+    }
+
+    /// The pending op of any thread that `overlaps` (given the op) first, with its thread.
+    fn find_pending(&self, overlaps: impl Fn(&Op) -> bool) -> Option<(u32, &Op)> {
+        self.threads.iter().enumerate().find_map(|(t, q)| q.ops.iter().find(|o| overlaps(o)).map(|o| (t as u32, o)))
+    }
+}
+
+fn overlap(a: &Range<u32>, b: &Range<u32>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+fn column_of(taddr: u32) -> u32 {
+    taddr & 0xFFFF
+}
+
+fn lane_of(taddr: u32) -> u32 {
+    taddr >> 16
+}
+
+/// The whole warp of the calling thread, which `.sync.aligned` instructions need.
+fn full_warp(ex: Exec) -> (Exec, u32, Vec<u32>) {
+    let warp = ex.me / WARP;
+    let members = warp_members(ex.cta, warp);
+    if members.len() != WARP as usize {
+        let n = members.len();
+        ex.fail(ErrorKind::Collective, format!("a .sync.aligned tcgen05 instruction in a partial warp of {n} threads"));
+    }
+    (ex, warp, members)
+}
+
+fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) -> Result<(), (ErrorKind, String)> {
+    match inputs.iter().position(|s| f(s) != f(&inputs[0])) {
+        Some(i) => Err((
+            ErrorKind::Collective,
+            format!("{what} differs between threads {} and {} of the warp: it must be uniform", members[0], members[i]),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Fails unless the calling thread executed `fence::after_thread_sync` since its last
+/// synchronisation.
+fn require_fence_after(ex: Exec) -> Exec {
+    if let Some((instruction, at)) = ex.st.tcgen05.threads[ex.me as usize].synced {
+        let message = format!(
+            "this thread completed `{instruction}` at {}:{} and then issues `{}` with no \
+             tcgen05.fence::after_thread_sync in between: the tcgen05 operation is not ordered after the work the \
+             synchronisation waited for",
+            at.file(),
+            at.line(),
+            ex.instruction
+        );
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    ex
+}
+
+fn desc_error(which: &str, desc: u64, e: DescError) -> (ErrorKind, String) {
+    match e {
+        DescError::Invalid(m) => (ErrorKind::Tcgen05, format!("{which} descriptor {desc:#018x}: {m}")),
+        DescError::Unsupported(m) => (ErrorKind::Unsupported, format!("{which} descriptor {desc:#018x}: {m}")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Allocation
+// ---------------------------------------------------------------------------------------
 
 /// `tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], columns;` — warp
 /// collective: allocates `columns` (a power of two in 32..=512) tensor-memory columns of
-/// all 128 lanes and writes the base address to shared memory at `dst`.
+/// all 128 lanes and writes the base address (lane 0, first column) to shared memory at
+/// `dst`. First fit, aligned to the size. Blocks while there is no room (reported as a
+/// deadlock if none ever comes); an error after `relinquish_alloc_permit`.
 #[track_caller]
 pub fn alloc(dst: u32, columns: u32) {
-    let _ = (dst, columns);
-    unimplemented!("tcgen05.alloc")
+    let ex = exec("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32");
+    let (ex, warp, members) = full_warp(ex);
+    let r = ex.st.smem.index(dst, 4, 4).map(|_| ());
+    let (mut ex, ()) = ex.check(r);
+    let slot = Slot { a: dst as u64, b: columns as u64, ..Slot::default() };
+    loop {
+        let (ex2, done) =
+            ex.collective(Scope::Warp { warp, mask: u32::MAX }, members.clone(), slot, |ex, members, inputs, out| {
+                uniform(members, inputs, |s| s.a, "the destination address")?;
+                uniform(members, inputs, |s| s.b, "the column count")?;
+                if !columns.is_power_of_two() || !(32..=TMEM_COLUMNS).contains(&columns) {
+                    return Err((
+                        ErrorKind::Tcgen05,
+                        format!("tcgen05.alloc of {columns} columns: the count must be a power of two in 32..=512"),
+                    ));
+                }
+                let loc = ex.loc;
+                let unit = &mut ex.st.tcgen05;
+                if let Some(at) = unit.relinquished {
+                    return Err((
+                        ErrorKind::Tcgen05,
+                        format!(
+                            "tcgen05.alloc after this CTA's tcgen05.relinquish_alloc_permit at {}:{}",
+                            at.file(),
+                            at.line()
+                        ),
+                    ));
+                }
+                let Some(column) = unit.first_fit(columns) else {
+                    out.iter_mut().for_each(|o| *o = 0);
+                    return Ok(());
+                };
+                unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
+                unit.allocations.insert(column, Allocation { columns, loc });
+                store_address(&mut ex.st.smem, dst, column)?;
+                out.iter_mut().for_each(|o| *o = 1);
+                Ok(())
+            });
+        if done == 1 {
+            return;
+        }
+        ex = ex2.block(Wait::TmemAlloc { columns });
+    }
 }
 
-/// `tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, columns;` — warp collective.
+/// The shared-memory store of `alloc` (checked like a generic store).
+fn store_address(smem: &mut crate::memory::SharedMemory, dst: u32, value: u32) -> Result<(), (ErrorKind, String)> {
+    let i = smem.index(dst, 4, 4)?;
+    if (i..i + 4).any(|b| smem.async_writers[b] > 0) {
+        return Err((
+            ErrorKind::AsyncOwned,
+            format!("tcgen05.alloc writes shared {dst:#x} while an asynchronous copy into it is pending"),
+        ));
+    }
+    if (i..i + 4).any(|b| smem.async_readers[b] > 0) {
+        return Err((
+            ErrorKind::InFlightRead,
+            format!("tcgen05.alloc writes shared {dst:#x}, which an in-flight async-proxy reader still reads"),
+        ));
+    }
+    if smem.mbarrier_bytes[i..i + 4].iter().any(|&m| m) {
+        return Err((ErrorKind::Mbarrier, format!("tcgen05.alloc writes shared {dst:#x} over an mbarrier object")));
+    }
+    smem.bytes[i..i + 4].copy_from_slice(&value.to_le_bytes());
+    Ok(())
+}
+
+/// `tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, columns;` — warp collective:
+/// frees an allocation (address and size must match one exactly). Its columns must not be
+/// used by a pending `cp`/`mma`. The freed cells are poisoned again.
 #[track_caller]
 pub fn dealloc(taddr: u32, columns: u32) {
-    let _ = (taddr, columns);
-    unimplemented!("tcgen05.dealloc")
+    let ex = exec("tcgen05.dealloc.cta_group::1.sync.aligned.b32");
+    let (ex, warp, members) = full_warp(ex);
+    let ex = require_fence_after(ex);
+    let slot = Slot { a: taddr as u64, b: columns as u64, ..Slot::default() };
+    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
+        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.b, "the column count")?;
+        let unit = &mut ex.st.tcgen05;
+        let column = column_of(taddr);
+        let matches = lane_of(taddr) == 0 && unit.allocations.get(&column).is_some_and(|a| a.columns == columns);
+        if !matches {
+            return Err((
+                ErrorKind::Tcgen05,
+                format!(
+                    "tcgen05.dealloc of {columns} columns at {taddr:#010x} matches no allocation (allocated: {})",
+                    unit.allocations_summary()
+                ),
+            ));
+        }
+        let cols = column..column + columns;
+        if let Some((t, op)) =
+            unit.find_pending(|o| overlap(&o.writes(), &cols) || o.reads().iter().any(|r| overlap(r, &cols)))
+        {
+            return Err((
+                ErrorKind::Tcgen05,
+                format!(
+                    "tcgen05.dealloc of columns {}..{} while the {} by thread {t} still uses them (wait for its \
+                     tcgen05.commit's mbarrier first)",
+                    cols.start,
+                    cols.end,
+                    op.at()
+                ),
+            ));
+        }
+        unit.allocations.remove(&column);
+        if let Some(tmem) = unit.tmem.as_mut() {
+            for lane in 0..TMEM_LANES {
+                let i = Tmem::at(lane, column);
+                tmem.cells[i..i + columns as usize].fill(TMEM_POISON);
+                tmem.written[i..i + columns as usize].fill(false);
+            }
+        }
+        Ok(())
+    });
+    drop(ex);
 }
 
-/// `tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;` — warp collective.
+/// `tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;` — warp collective: the CTA
+/// will allocate no more; a later `alloc` is an error.
 #[track_caller]
 pub fn relinquish_alloc_permit() {
-    unimplemented!("tcgen05.relinquish_alloc_permit")
+    let ex = exec("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned");
+    let (ex, warp, members) = full_warp(ex);
+    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, _, _, _| {
+        let loc = ex.loc;
+        ex.st.tcgen05.relinquished.get_or_insert(loc);
+        Ok(())
+    });
+    drop(ex);
+}
+
+// ---------------------------------------------------------------------------------------
+// cp and mma (single-thread issue, asynchronous)
+// ---------------------------------------------------------------------------------------
+
+/// Checks the 16-byte chunks an op will read (in bounds, no pending copy, fenced for the
+/// async proxy) and claims them as in-flight reads.
+fn claim_chunks(ex: Exec, chunks: &[u32], which: &str, desc: u64) -> Exec {
+    let (issued_at, instruction) = (ex.loc, ex.instruction);
+    let error = {
+        let smem = &ex.st.smem;
+        chunks.iter().enumerate().find_map(|(i, &addr)| {
+            if let Err((_, m)) = smem.index(addr, 16, 16) {
+                let message = format!("{which} descriptor {desc:#018x} leaves shared memory (chunk {i}): {m}");
+                return Some((ErrorKind::OutOfBounds, message));
+            }
+            let reader = || format!("the {instruction} issued at {}:{}", issued_at.file(), issued_at.line());
+            smem.check_async_read(addr, 16, reader).err()
+        })
+    };
+    if let Some((kind, message)) = error {
+        ex.fail(kind, message);
+    }
+    let mut ex = ex;
+    let smem = &mut ex.st.smem;
+    for &addr in chunks {
+        let i = (addr - smem.base) as usize;
+        smem.async_readers[i..i + 16].iter_mut().for_each(|r| *r += 1);
+    }
+    ex
+}
+
+fn enqueue(mut ex: Exec, kind: OpKind) {
+    let sequence = ex.st.next_sequence();
+    let (me, loc) = (ex.me as usize, ex.loc);
+    let q = &mut ex.st.tcgen05.threads[me];
+    q.ops.push_back(Op { sequence, kind, loc });
+    q.last_issued = sequence;
+}
+
+/// `tcgen05.cp.cta_group::1.32x128b.warpx4 [taddr], src_desc;` — issued by one thread:
+/// copies 32 rows × 16 bytes from shared memory (no-swizzle K-major layout, row r at
+/// `start + (r/8)·SBO + (r%8)·16`) into tensor memory; row r's bytes 4j..4j+3 land in
+/// column `taddr.col + j` of lanes r, 32+r, 64+r and 96+r (`.warpx4` replicates into every
+/// lane quarter). Asynchronous (see the module doc).
+#[track_caller]
+pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
+    let ex = exec(CP);
+    let ex = require_fence_after(ex);
+    if lane_of(taddr) != 0 {
+        ex.fail(
+            ErrorKind::Tcgen05,
+            format!("tcgen05.cp destination {taddr:#010x}: the lane field must be 0 for .32x128b.warpx4"),
+        );
+    }
+    let column = column_of(taddr);
+    let cols = column..column + 4;
+    let r = ex.st.tcgen05.check_allocated(cols.clone(), "tcgen05.cp destination");
+    let (ex, ()) = ex.check(r);
+    let desc = decode_smem_desc(src_desc).map_err(|m| (ErrorKind::Tcgen05, format!("source: {m}")));
+    let (ex, desc) = ex.check(desc);
+    let rows: Result<Vec<u32>, _> = (0..32).map(|r| desc.cp_row(r)).collect();
+    let (ex, rows) = ex.check(rows.map_err(|e| desc_error("source", src_desc, e)));
+    let me = ex.me;
+    let conflict = ex.st.tcgen05.find_pending(|o| o.reads().iter().any(|r| overlap(r, &cols)));
+    if let Some((t, op)) = conflict {
+        let message = if t == me {
+            format!(
+                "overwrites tensor-memory columns {}..{} that this thread's pending {} still reads: the PTX ordering \
+                 rules order cp before a later mma of the same thread, not mma before a later cp (use separate scale \
+                 columns per pipeline stage, or wait for the mma's commit first)",
+                cols.start,
+                cols.end,
+                op.at()
+            )
+        } else {
+            format!(
+                "overwrites tensor-memory columns {}..{} that the pending {} by thread {t} still reads",
+                cols.start,
+                cols.end,
+                op.at()
+            )
+        };
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    if let Some((t, op)) = ex.st.tcgen05.find_pending(|o| overlap(&o.writes(), &cols)).filter(|(t, _)| *t != me) {
+        let message = format!(
+            "writes tensor-memory columns {}..{} that the pending {} by thread {t} also writes (unordered)",
+            cols.start,
+            cols.end,
+            op.at()
+        );
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    let ex = claim_chunks(ex, &rows, "source", src_desc);
+    enqueue(ex, OpKind::Cp { rows, column });
 }
 
 /// `tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [d], a_desc, b_desc,
-/// idesc, [sfa], [sfb], enable_input_d;` — issued by one thread.
+/// idesc, [sfa], [sfb], enable_input_d;` — issued by one thread:
+/// D[128 × N] (+)= (A·SFA)[128 × 64] · (B·SFB)[N × 64]ᵀ in f32 (see
+/// [`crate::model::tcgen05::mma_block_scale_4x`] for the arithmetic).
+///
+/// * `d`: D[m][n] is lane m, column `d.col + n`; lane field 0.
+/// * A and B: packed e2m1, K-major, 128-byte swizzle (`model::tcgen05::SmemDesc`).
+/// * `sfa`: row r's four scales are the bytes of the cell at lane r%32, column
+///   `sfa.col + r/32`, replicated in lanes 32+r%32, 64+r%32, 96+r%32 — all four replicas
+///   must be equal (the hardware may read any of them). `sfb` likewise for the N rows of B
+///   (`ceil(N/32)` columns). Lane field and SF-id bits 30-31 must be 0.
+///
+/// Asynchronous (see the module doc).
 #[track_caller]
-pub fn mma_mxf4nvf4_block_scale_4x(d: u32, a_desc: u64, b_desc: u64, idesc: u32, sfa: u32, sfb: u32, enable_input_d: bool) {
-    let _ = (d, a_desc, b_desc, idesc, sfa, sfb, enable_input_d);
-    unimplemented!("tcgen05.mma")
-}
-
-/// `tcgen05.cp.cta_group::1.32x128b.warpx4 [taddr], src_desc;` — issued by one thread.
-#[track_caller]
-pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
-    let _ = (taddr, src_desc);
-    unimplemented!("tcgen05.cp")
+pub fn mma_mxf4nvf4_block_scale_4x(
+    d: u32,
+    a_desc: u64,
+    b_desc: u64,
+    idesc: u32,
+    sfa: u32,
+    sfb: u32,
+    enable_input_d: bool,
+) {
+    let ex = exec(MMA);
+    let ex = require_fence_after(ex);
+    let r = decode_idesc(idesc).map_err(|m| (ErrorKind::Tcgen05, m));
+    let (ex, id) = ex.check(r);
+    if lane_of(d) != 0 {
+        ex.fail(
+            ErrorKind::Tcgen05,
+            format!("accumulator address {d:#010x}: the lane field must be 0 (M = 128 uses all 128 lanes)"),
+        );
+    }
+    for (name, t) in [("scale-A", sfa), ("scale-B", sfb)] {
+        if t >> 30 != 0 {
+            ex.fail(
+                ErrorKind::Tcgen05,
+                format!("{name} address {t:#010x}: the SF id bits 30-31 must be 0 with .scale_vec::4X"),
+            );
+        }
+        if lane_of(t) != 0 {
+            ex.fail(ErrorKind::Tcgen05, format!("{name} address {t:#010x}: the lane field must be 0"));
+        }
+    }
+    let (dc, ac, bc) = (column_of(d), column_of(sfa), column_of(sfb));
+    let d_cols = dc..dc + id.n;
+    let checks = [
+        (d_cols.clone(), "the accumulator"),
+        (ac..ac + 4, "the scale factors of A"),
+        (bc..bc + sfb_columns(id.n), "the scale factors of B"),
+    ];
+    let mut ex = ex;
+    for (cols, what) in &checks {
+        let r = ex.st.tcgen05.check_allocated(cols.clone(), what);
+        ex = ex.check(r).0;
+    }
+    let chunks = |desc: u64, rows: u32, which: &str| -> Result<Vec<u32>, (ErrorKind, String)> {
+        let dd = decode_smem_desc(desc).map_err(|m| (ErrorKind::Tcgen05, format!("{which}: {m}")))?;
+        let mut out = Vec::with_capacity(2 * rows as usize);
+        for row in 0..rows {
+            for c in 0..2 {
+                out.push(dd.mma_operand_chunk(row, c).map_err(|e| desc_error(which, desc, e))?);
+            }
+        }
+        Ok(out)
+    };
+    let r = chunks(a_desc, MMA_M as u32, "A");
+    let (ex, a_chunks) = ex.check(r);
+    let r = chunks(b_desc, id.n, "B");
+    let (ex, b_chunks) = ex.check(r);
+    let me = ex.me;
+    // Another thread's pending op touching the accumulator, or writing the scales, races.
+    let conflict = ex.st.tcgen05.find_pending(|o| {
+        overlap(&o.writes(), &d_cols)
+            || o.reads().iter().any(|r| overlap(r, &d_cols))
+            || checks[1..].iter().any(|(c, _)| overlap(&o.writes(), c))
+    });
+    if let Some((t, op)) = conflict.filter(|(t, _)| *t != me) {
+        let message = format!(
+            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator or scale \
+             factors): operations of different threads are not ordered",
+            op.at()
+        );
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    let ex = claim_chunks(ex, &a_chunks, "A", a_desc);
+    let ex = claim_chunks(ex, &b_chunks, "B", b_desc);
+    enqueue(ex, OpKind::Mma { d: dc, idesc: id, a_chunks, b_chunks, sfa: ac, sfb: bc, accumulate: enable_input_d });
 }
 
 /// `tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [mbar];` — one
-/// arrival on `mbar` once every earlier asynchronous tcgen05 operation of this thread has
-/// completed.
+/// arrival on `mbar` once every earlier `cp`/`mma` of this thread has completed (at once if
+/// there is none). Implies `fence::before_thread_sync`.
 #[track_caller]
 pub fn commit(mbar: u32) {
-    let _ = mbar;
-    unimplemented!("tcgen05.commit")
+    let ex = exec("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64");
+    let (mut ex, ()) = super::mbarrier::lookup(ex, mbar);
+    let (me, loc) = (ex.me, ex.loc);
+    let q = &mut ex.st.tcgen05.threads[me as usize];
+    q.ld_unfenced = None;
+    let after = q.last_issued;
+    q.commits.push_back(Commit { after, mbarrier: mbar, loc });
+    if let Err(e) = fire_commits(&mut ex.st, me) {
+        ex.cta.abort(ex.st, e);
+    }
 }
 
-/// `tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {r0..}, [taddr];` — warp collective.
+/// Makes the arrivals of thread `thread`'s commits whose ops have all completed.
+fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
+    loop {
+        let q = &mut st.tcgen05.threads[thread as usize];
+        let Some(first) = q.commits.front() else { return Ok(()) };
+        if q.ops.front().is_some_and(|o| o.sequence <= first.after) {
+            return Ok(());
+        }
+        let c = q.commits.pop_front().expect("present");
+        let fail = |m: String| {
+            EmuError::new(ErrorKind::Mbarrier, "tcgen05.commit", format!("mbarrier {:#x}: {m}", c.mbarrier))
+                .at(thread, c.loc)
+        };
+        let m = st.mbarriers.get_mut(&c.mbarrier).ok_or_else(|| fail("no longer exists".into()))?;
+        m.arrive(1).map_err(fail)?;
+    }
+}
+
+/// Executes thread `thread`'s oldest pending op, then makes the arrivals it enables.
+pub(crate) fn complete_oldest(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
+    let Some(op) = st.tcgen05.threads[thread as usize].ops.pop_front() else { return Ok(()) };
+    let result = execute(st, &op);
+    let smem = &mut st.smem;
+    for addr in op.smem_chunks() {
+        let i = (addr - smem.base) as usize;
+        smem.async_readers[i..i + 16].iter_mut().for_each(|r| *r -= 1);
+    }
+    result.map_err(|(kind, m)| EmuError::new(kind, op.name(), m).at(thread, op.loc))?;
+    fire_commits(st, thread)
+}
+
+fn execute(st: &mut CtaState, op: &Op) -> Result<(), (ErrorKind, String)> {
+    let smem = &st.smem;
+    let chunk = |addr: u32| {
+        let i = (addr - smem.base) as usize;
+        &smem.bytes[i..i + 16]
+    };
+    let tmem = st.tcgen05.tmem.as_mut().expect("an op implies an allocation");
+    match &op.kind {
+        OpKind::Cp { rows, column } => {
+            for (r, &addr) in rows.iter().enumerate() {
+                let bytes = chunk(addr);
+                for q in 0..4 {
+                    for j in 0..4 {
+                        let word = u32::from_le_bytes(bytes[4 * j..4 * j + 4].try_into().expect("4 bytes"));
+                        tmem.write(r as u32 + 32 * q, column + j as u32, word);
+                    }
+                }
+            }
+            Ok(())
+        }
+        OpKind::Mma { d, idesc, a_chunks, b_chunks, sfa, sfb, accumulate } => {
+            let n = idesc.n as usize;
+            let gather =
+                |chunks: &[u32]| -> Vec<u8> { chunks.iter().flat_map(|&c| chunk(c).iter().copied()).collect() };
+            let (a, b) = (gather(a_chunks), gather(b_chunks));
+            debug_assert_eq!(a.len(), MMA_M * ROW_BYTES as usize);
+            let scales = |rows: usize, base: u32, which: &str| -> Result<Vec<f64>, (ErrorKind, String)> {
+                let mut out = Vec::with_capacity(rows * 4);
+                for r in 0..rows as u32 {
+                    let (lane, column) = (r % 32, base + r / 32);
+                    let first = Tmem::at(lane, column);
+                    for q in 0..4 {
+                        let i = Tmem::at(lane + 32 * q, column);
+                        if !tmem.written[i] {
+                            return Err((
+                                ErrorKind::Tcgen05,
+                                format!(
+                                    "the scale factors of {which} row {r} are read from lane {}, column {column}, which \
+                                     nothing wrote since its allocation (missing tcgen05.cp?)",
+                                    lane + 32 * q
+                                ),
+                            ));
+                        }
+                        if tmem.cells[i] != tmem.cells[first] {
+                            return Err((
+                                ErrorKind::Tcgen05,
+                                format!(
+                                    "the scale factors of {which} row {r} differ between their replicas: lane {lane} \
+                                     holds {:#010x}, lane {} holds {:#010x} (column {column}); with .scale_vec::4X the \
+                                     hardware may read any of the four lane quarters, so all must be equal \
+                                     (tcgen05.cp .32x128b.warpx4 writes all four)",
+                                    tmem.cells[first],
+                                    lane + 32 * q,
+                                    tmem.cells[i]
+                                ),
+                            ));
+                        }
+                    }
+                    for byte in tmem.cells[first].to_le_bytes() {
+                        out.push(scale_value(byte, idesc.scale).map_err(|m| {
+                            (ErrorKind::Unsupported, format!("scale factor of {which} row {r} (column {column}): {m}"))
+                        })?);
+                    }
+                }
+                Ok(out)
+            };
+            let sa = scales(MMA_M, *sfa, "A")?;
+            let sb = scales(n, *sfb, "B")?;
+            let mut acc = vec![0f32; MMA_M * n];
+            if *accumulate {
+                for (m, row) in acc.chunks_exact_mut(n).enumerate() {
+                    let i = Tmem::at(m as u32, *d);
+                    row.iter_mut().zip(&tmem.cells[i..i + n]).for_each(|(v, &c)| *v = f32::from_bits(c));
+                }
+            }
+            let negate = idesc.negate_a != idesc.negate_b;
+            mma_block_scale_4x(n, &a, &b, &sa, &sb, negate, &mut acc, *accumulate)
+                .map_err(|m| (ErrorKind::Tcgen05, m))?;
+            for (m, row) in acc.chunks_exact(n).enumerate() {
+                let i = Tmem::at(m as u32, *d);
+                tmem.cells[i..i + n].iter_mut().zip(row).for_each(|(c, v)| *c = v.to_bits());
+                tmem.written[i..i + n].fill(true);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// End-of-CTA checks, once every thread has exited: ops never committed are reported;
+/// committed ones complete (as the hardware would finish them); allocations still held
+/// are a leak.
+pub(crate) fn end_of_cta(st: &mut CtaState) -> Result<(), EmuError> {
+    for (t, q) in st.tcgen05.threads.iter().enumerate() {
+        let committed = q.commits.back().map_or(0, |c| c.after);
+        if let Some(op) = q.ops.iter().find(|o| o.sequence > committed) {
+            let message = format!(
+                "thread {t} exited with the {} never committed: no tcgen05.commit follows it, so nothing can \
+                 observe its completion",
+                op.at()
+            );
+            return Err(EmuError::new(ErrorKind::Tcgen05, "exit", message).at(t as u32, op.loc));
+        }
+    }
+    while let Some((_, t)) = st.tcgen05.oldest_observed() {
+        complete_oldest(st, t)?;
+    }
+    if let Some((&column, a)) = st.tcgen05.allocations.iter().next() {
+        let message = format!(
+            "the CTA exited holding tensor-memory columns {column}..{} allocated at {}:{}: every allocation must be \
+             freed with tcgen05.dealloc before exit",
+            column + a.columns,
+            a.loc.file(),
+            a.loc.line()
+        );
+        let mut e = EmuError::new(ErrorKind::Tcgen05, "exit", message);
+        e.location = Some(a.loc);
+        return Err(e);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// ld and the fences
+// ---------------------------------------------------------------------------------------
+
+/// `tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {r0..}, [taddr];` — warp collective with a
+/// uniform `taddr`: thread t of the warp receives lane `taddr.lane + t`, register i column
+/// `taddr.col + i`. Warp w may access only lanes 32·(w%4)..32·(w%4)+31, so `taddr.lane`
+/// must be 32·(w%4). The values are taken at issue (no pending `cp`/`mma` may still write
+/// them) but reach the registers only at this thread's `wait_ld`; until then they hold
+/// [`LD_POISON`].
 ///
 /// # Safety
 /// `regs` must point to `n` u32 registers of the calling thread that stay alive and
 /// untouched until this thread's next `wait_ld`.
 #[track_caller]
 pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
-    let _ = (taddr, regs, n);
-    unimplemented!("tcgen05.ld")
+    let ex = exec("tcgen05.ld.sync.aligned.32x32b.b32");
+    let (ex, warp, members) = full_warp(ex);
+    let ex = require_fence_after(ex);
+    let slot = Slot { a: taddr as u64, b: n as u64, c: regs as u64, ..Slot::default() };
+    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
+        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.b, "the register count")?;
+        if !n.is_power_of_two() || n > 128 {
+            return Err((ErrorKind::Tcgen05, format!("tcgen05.ld .32x32b.x{n}: the count must be 1, 2, 4, ..., 128")));
+        }
+        let (lane, column) = (lane_of(taddr), column_of(taddr));
+        let quarter = warp % 4;
+        if lane != 32 * quarter {
+            return Err((
+                ErrorKind::Tcgen05,
+                format!(
+                    "warp {warp} may access only tensor-memory lanes {}..{} (lane quarter warp % 4 = {quarter}), but \
+                     tcgen05.ld address {taddr:#010x} starts at lane {lane}",
+                    32 * quarter,
+                    32 * quarter + 31
+                ),
+            ));
+        }
+        let cols = column..column + n;
+        let unit = &mut ex.st.tcgen05;
+        unit.check_allocated(cols.clone(), "tcgen05.ld")?;
+        if let Some((t, op)) = unit.find_pending(|o| overlap(&o.writes(), &cols)) {
+            return Err((
+                ErrorKind::Tcgen05,
+                format!(
+                    "reads tensor-memory columns {}..{} that the pending {} by thread {t} will write: wait for its \
+                     tcgen05.commit's mbarrier (then tcgen05.fence::after_thread_sync) first",
+                    cols.start,
+                    cols.end,
+                    op.at()
+                ),
+            ));
+        }
+        let loc = ex.loc;
+        let tmem = unit.tmem.as_ref().expect("allocated");
+        for (i, (&m, s)) in members.iter().zip(inputs).enumerate() {
+            let start = Tmem::at(lane + i as u32, column);
+            let values = tmem.cells[start..start + n as usize].to_vec();
+            // SAFETY: the caller of `ld_32x32b` guarantees `n` live registers at each pointer.
+            unsafe { std::slice::from_raw_parts_mut(s.c as *mut u32, n as usize) }.fill(LD_POISON);
+            let q = &mut unit.threads[m as usize];
+            q.loads.push(PendingLd { regs: s.c as usize, values });
+            q.ld_unfenced = Some(loc);
+        }
+        Ok(())
+    });
+    drop(ex);
 }
 
-/// `tcgen05.wait::ld.sync.aligned;` — warp collective.
+/// `tcgen05.wait::ld.sync.aligned;` — warp collective: every earlier `ld` of each thread
+/// delivers its values.
 #[track_caller]
 pub fn wait_ld() {
-    unimplemented!("tcgen05.wait::ld")
+    let ex = exec("tcgen05.wait::ld.sync.aligned");
+    let (ex, warp, members) = full_warp(ex);
+    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
+        for &m in members {
+            for ld in std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads) {
+                // SAFETY: guaranteed live until this wait by the caller of `ld_32x32b`.
+                unsafe { std::slice::from_raw_parts_mut(ld.regs as *mut u32, ld.values.len()) }
+                    .copy_from_slice(&ld.values);
+            }
+        }
+        Ok(())
+    });
+    drop(ex);
 }
 
-/// `tcgen05.fence::before_thread_sync;`
+/// `tcgen05.fence::before_thread_sync;` — orders this thread's earlier tcgen05 operations
+/// (here: its `ld`s) before its next synchronisation.
 #[track_caller]
 pub fn fence_before_thread_sync() {
-    unimplemented!("tcgen05.fence::before_thread_sync")
+    let mut ex = exec("tcgen05.fence::before_thread_sync");
+    let me = ex.me as usize;
+    ex.st.tcgen05.threads[me].ld_unfenced = None;
 }
 
-/// `tcgen05.fence::after_thread_sync;`
+/// `tcgen05.fence::after_thread_sync;` — orders this thread's later tcgen05 operations
+/// after its preceding synchronisation.
 #[track_caller]
 pub fn fence_after_thread_sync() {
-    unimplemented!("tcgen05.fence::after_thread_sync")
+    let mut ex = exec("tcgen05.fence::after_thread_sync");
+    let me = ex.me as usize;
+    ex.st.tcgen05.threads[me].synced = None;
 }

@@ -279,39 +279,7 @@ pub fn wait_group(n: u32) {
 /// copy still owns it, and every generic write to it was fenced for the async proxy by
 /// its writer. `issued_at` is the wgmma's source line, for the report.
 fn check_chunk(smem: &crate::memory::SharedMemory, addr: u32, issued_at: Loc) -> Result<(), (ErrorKind, String)> {
-    let i = (addr - smem.base) as usize;
-    for b in i..i + CHUNK as usize {
-        let a = smem.base + b as u32;
-        if smem.async_writers[b] > 0 {
-            return Err((
-                ErrorKind::AsyncOwned,
-                format!(
-                    "the wgmma issued at {}:{} reads shared byte {a:#x} while an asynchronous copy into it is still pending",
-                    issued_at.file(),
-                    issued_at.line()
-                ),
-            ));
-        }
-        if smem.unfenced_by[b] != 0 {
-            let writer = smem.unfenced_by[b] - 1;
-            let at = smem.unfenced[writer as usize]
-                .iter()
-                .rev()
-                .find(|w| a >= w.start && a < w.start + w.len)
-                .map(|w| format!(" at {}:{}", w.loc.file(), w.loc.line()))
-                .unwrap_or_default();
-            return Err((
-                ErrorKind::MissingProxyFence,
-                format!(
-                    "the wgmma issued at {}:{} reads shared byte {a:#x}, written by thread {writer}{at} through the generic proxy \
-                     with no fence.proxy.async in that thread before the wgmma",
-                    issued_at.file(),
-                    issued_at.line()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    smem.check_async_read(addr, CHUNK, || format!("the wgmma issued at {}:{}", issued_at.file(), issued_at.line()))
 }
 
 /// Reads 8 f16 values of one shared chunk, checking the async-proxy rules again (they

@@ -32,3 +32,18 @@ pub fn mbarrier_init() {
     #[cfg(not(target_arch = "nvptx64"))]
     emu::ops::fence::mbarrier_init()
 }
+
+/// `fence.acq_rel.gpu;` — orders this thread's memory accesses before and after it for
+/// every thread of the GPU (CUDA's `__threadfence()`): a producer's global writes before
+/// the atomic that publishes them, a consumer's reads after the atomic that found them.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn acq_rel_gpu() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence.
+    unsafe {
+        asm!("fence.acq_rel.gpu;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::fence::acq_rel_gpu()
+}

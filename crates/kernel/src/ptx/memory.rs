@@ -66,6 +66,68 @@ pub fn st_global_b32(addr: u64, value: u32) {
     emu::ops::memory::st_global::<u32>(addr, value)
 }
 
+/// `st.global.v4.b32 [addr], {v0, v1, v2, v3};` (16-byte aligned): one 16-byte store.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn st_global_v4_b32(addr: u64, v: [u32; 4]) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        asm!(
+            "st.global.v4.b32 [{}], {{{}, {}, {}, {}}};",
+            in(reg64) addr, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+            options(nostack)
+        )
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::memory::st_global::<[u32; 4]>(addr, v)
+}
+
+/// `ld.global.cg.v4.b32 {r0, r1, r2, r3}, [addr];` (16-byte aligned) — cached in L2 only,
+/// so it sees what other SMs wrote (this SM's L1 is not coherent with theirs).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ld_global_cg_v4_b32(addr: u64) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: `addr` is a 16-byte aligned global address the kernel may read.
+        unsafe {
+            asm!(
+                "ld.global.cg.v4.b32 {{{}, {}, {}, {}}}, [{}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) addr,
+                options(nostack, readonly)
+            )
+        };
+        [a, b, c, d]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::ld_global::<[u32; 4]>(addr)
+    }
+}
+
+/// `atom.acq_rel.gpu.global.add.u32 old, [addr], v;` — adds `v` atomically and returns
+/// the old value; releases this thread's earlier writes to, and acquires later reads from,
+/// every thread of the GPU that synchronises on the same address.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn atom_add_acq_rel_gpu_u32(addr: u64, v: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: `addr` is a 4-byte aligned global address the kernel owns.
+        unsafe {
+            asm!("atom.acq_rel.gpu.global.add.u32 {}, [{}], {};", out(reg32) old, in(reg64) addr, in(reg32) v, options(nostack))
+        };
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::atom_add_global_u32(addr, v)
+    }
+}
+
 /// `ld.shared.b32 r, [addr];`
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -104,6 +166,19 @@ pub fn ld_shared_v4_b32(addr: SmemAddr) -> [u32; 4] {
     {
         emu::ops::memory::ld_shared::<[u32; 4]>(addr.0)
     }
+}
+
+/// `st.shared.b32 [addr], v;` (4-byte aligned).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn st_shared_b32(addr: SmemAddr, value: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        asm!("st.shared.b32 [{}], {};", in(reg32) addr.0, in(reg32) value, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::memory::st_shared::<u32>(addr.0, value)
 }
 
 /// `st.shared.v4.b32 [addr], {v0, v1, v2, v3};` (16-byte aligned).
