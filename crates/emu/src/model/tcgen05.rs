@@ -456,7 +456,8 @@ mod tests {
         assert_eq!(d.mma_operand_chunk(0, 0), Ok(0x400));
         assert_eq!(d.mma_operand_chunk(0, 1), Ok(0x410));
         assert_eq!(d.mma_operand_chunk(3, 0), Ok(0x400 + 3 * 128 + 3 * 16));
-        assert_eq!(d.mma_operand_chunk(9, 1), Ok(0x400 + 1024 + 128 + (1 ^ 1) * 16));
+        // Row 9, chunk 1: chunk index 1 ^ (row % 8 = 1) = 0.
+        assert_eq!(d.mma_operand_chunk(9, 1), Ok(0x400 + 1024 + 128));
         // The next K step: start + 32 gives chunks 2 and 3 of each row, swizzled.
         let d = decode_smem_desc(0x4000_4040_0000_0042).unwrap();
         assert_eq!(d.mma_operand_chunk(5, 0), Ok(0x400 + 5 * 128 + (2 ^ 5) * 16));
