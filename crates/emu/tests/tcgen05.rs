@@ -656,6 +656,36 @@ fn missing_fence_before_thread_sync() {
     sync.assert_blamed(&e);
 }
 
+/// Warp 0 reads the accumulator; only its lane 0 releases the read (a commit implies
+/// fence::before_thread_sync) and signals; the MMA thread of warp 1 waits for that signal
+/// and overwrites the accumulator that lanes 1-31 read unreleased.
+#[test]
+fn mma_overwrites_an_accumulator_an_unreleased_ld_read() {
+    let ops = Operands::random(8, 12);
+    let (ld, mma) = (Line::default(), Line::default());
+    let e = report(&GlobalMemory::new(), 64, SMEM, || {
+        ops.store(64, true);
+        let base = setup();
+        if tid() < 32 {
+            let mut regs = [0u32; 8];
+            ld.next();
+            unsafe { tc::ld_32x32b(base, regs.as_mut_ptr(), 8) };
+            tc::wait_ld();
+            if tid() == 0 {
+                tc::commit(smem() + BAR);
+            }
+        } else if tid() == 32 {
+            mbarrier::try_wait_parity(smem() + BAR, 0);
+            tc::fence_after_thread_sync();
+            mma.next();
+            tc::mma_mxf4nvf4_block_scale_4x(base, a_desc(0), b_desc(0), idesc(8), base + 128, base + 132, false);
+        }
+    });
+    let reader = format!("thread 1 read with the tcgen05.ld at {}", ld.at());
+    expect(&e, ErrorKind::Tcgen05, &["writes tensor-memory columns 0..8", &reader, "fence::before_thread_sync"]);
+    mma.assert_blamed(&e);
+}
+
 /// Warp 1 may only read lanes 32..63.
 #[test]
 fn ld_outside_the_warps_lane_quarter() {

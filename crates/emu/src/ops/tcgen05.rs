@@ -163,8 +163,9 @@ struct ThreadUnit {
     loads: Vec<PendingLd>,
     /// A synchronisation this thread completed with no `fence::after_thread_sync` since.
     synced: Option<(&'static str, Loc)>,
-    /// A `ld` this thread issued with no `fence::before_thread_sync` since.
-    ld_unfenced: Option<Loc>,
+    /// The first `ld` this thread issued with no `fence::before_thread_sync` since, and
+    /// the columns of all such `ld`s.
+    ld_unfenced: Option<(Loc, Vec<Range<u32>>)>,
 }
 
 /// The CTA's tcgen05 state: tensor memory, allocations, and each thread's async work.
@@ -195,8 +196,8 @@ impl Tcgen05Unit {
     /// Whether thread `thread` may signal other threads now (an arrive or `bar.sync`): not
     /// while a `tcgen05.ld` of it is unordered by `fence::before_thread_sync`.
     pub fn check_before_sync(&self, thread: u32) -> Result<(), (ErrorKind, String)> {
-        match self.threads[thread as usize].ld_unfenced {
-            Some(at) => Err((
+        match &self.threads[thread as usize].ld_unfenced {
+            Some((at, _)) => Err((
                 ErrorKind::Tcgen05,
                 format!(
                     "this thread's tcgen05.ld at {}:{} is not ordered before this synchronisation: missing \
@@ -305,6 +306,31 @@ fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) ->
         )),
         None => Ok(()),
     }
+}
+
+/// Fails if another thread read columns `cols` with a `tcgen05.ld` that no
+/// `fence::before_thread_sync` of that thread has ordered yet: nothing can order that read
+/// before this write (the pattern is ld, `fence::before_thread_sync`, then a signal the
+/// writer waits for).
+fn require_reads_released(ex: Exec, cols: &Range<u32>) -> Exec {
+    let me = ex.me;
+    let unreleased = ex.st.tcgen05.threads.iter().enumerate().find_map(|(t, q)| {
+        let (at, ranges) = q.ld_unfenced.as_ref()?;
+        (t as u32 != me && ranges.iter().any(|r| overlap(r, cols))).then_some((t, *at))
+    });
+    if let Some((t, at)) = unreleased {
+        let message = format!(
+            "writes tensor-memory columns {}..{} that thread {t} read with the tcgen05.ld at {}:{} and has not \
+             released with tcgen05.fence::before_thread_sync (then a synchronisation this thread waits for): the \
+             write may overtake the read",
+            cols.start,
+            cols.end,
+            at.file(),
+            at.line()
+        );
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    ex
 }
 
 /// Fails unless the calling thread executed `fence::after_thread_sync` since its last
@@ -568,6 +594,7 @@ pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
         );
         ex.fail(ErrorKind::Tcgen05, message);
     }
+    let ex = require_reads_released(ex, &cols);
     let ex = claim_chunks(ex, &rows, "source", src_desc);
     enqueue(ex, OpKind::Cp { rows, column });
 }
@@ -657,6 +684,7 @@ pub fn mma_mxf4nvf4_block_scale_4x(
         );
         ex.fail(ErrorKind::Tcgen05, message);
     }
+    let ex = require_reads_released(ex, &d_cols);
     let ex = claim_chunks(ex, &a_chunks, "A", a_desc);
     let ex = claim_chunks(ex, &b_chunks, "B", b_desc);
     enqueue(ex, OpKind::Mma { d: dc, idesc: id, a_chunks, b_chunks, sfa: ac, sfb: bc, accumulate: enable_input_d });
@@ -894,7 +922,7 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
             unsafe { std::slice::from_raw_parts_mut(s.c as *mut u32, n as usize) }.fill(LD_POISON);
             let q = &mut unit.threads[m as usize];
             q.loads.push(PendingLd { regs: s.c as usize, values });
-            q.ld_unfenced = Some(loc);
+            q.ld_unfenced.get_or_insert_with(|| (loc, Vec::new())).1.push(cols.clone());
         }
         Ok(())
     });
