@@ -354,6 +354,22 @@ pub fn scale_value(byte: u8, format: ScaleFormat) -> Result<f64, String> {
     }
 }
 
+/// `table[x << 8 | y]`: the dot product of the two packed e2m1 pairs of bytes `x` and `y`
+/// (low nibble with low nibble, high with high), in doubled codes (so an exact integer).
+fn byte_pair_products() -> &'static [i16; 1 << 16] {
+    static TABLE: std::sync::OnceLock<Box<[i16; 1 << 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0i16; 1 << 16]);
+        for (i, v) in t.iter_mut().enumerate() {
+            let (x, y) = ((i >> 8) as u8, i as u8);
+            let lo = i16::from(e2m1_times2(x & 0xF)) * i16::from(e2m1_times2(y & 0xF));
+            let hi = i16::from(e2m1_times2(x >> 4)) * i16::from(e2m1_times2(y >> 4));
+            *v = lo + hi;
+        }
+        t
+    })
+}
+
 /// The arithmetic of one `tcgen05.mma ... .kind::mxf4nvf4.block_scale.scale_vec::4X` (PTX ISA
 /// §9.7.16.10.9 "tcgen05.mma", block scaling §9.7.16.10.7):
 /// `D[m][n] = (accumulate ? D[m][n] : 0) + Σ_k A[m][k]·SFA[m][k/16] · B[n][k]·SFB[n][k/16]`
@@ -394,23 +410,21 @@ pub fn mma_block_scale_4x(
             return Err(format!("mxf4nvf4 m128n{n}k64: operand {name} has {len} elements, expected {want}"));
         }
     }
-    let unpack = |bytes: &[u8]| -> Vec<i16> {
-        bytes.iter().flat_map(|&x| [i16::from(e2m1_times2(x & 0xF)), i16::from(e2m1_times2(x >> 4))]).collect()
-    };
-    let a = unpack(a);
-    let b = unpack(b);
-    // Codes were doubled: each product carries a factor 4.
+    let pairs = byte_pair_products();
+    // Codes are doubled in the table: each product carries a factor 4.
     let sign = if negate { -0.25 } else { 0.25 };
-    for (m, d_row) in d.chunks_exact_mut(n).enumerate() {
-        let a_row = &a[m * MMA_K..(m + 1) * MMA_K];
-        let sa = &sfa[m * 4..m * 4 + 4];
-        for (j, dst) in d_row.iter_mut().enumerate() {
-            let b_row = &b[j * MMA_K..(j + 1) * MMA_K];
-            let sb = &sfb[j * 4..j * 4 + 4];
+    for ((d_row, a_row), sa) in d.chunks_exact_mut(n).zip(a.chunks_exact(rb)).zip(sfa.chunks_exact(4)) {
+        // Row m's bytes as table row offsets, so the inner loop is one add per byte pair.
+        let mut a_idx = [0usize; ROW_BYTES as usize];
+        a_idx.iter_mut().zip(a_row).for_each(|(i, &x)| *i = usize::from(x) << 8);
+        for ((dst, b_row), sb) in d_row.iter_mut().zip(b.chunks_exact(rb)).zip(sfb.chunks_exact(4)) {
             let mut sum = 0.0f64;
             for s in 0..4 {
-                let r = s * SCALE_BLOCK..(s + 1) * SCALE_BLOCK;
-                let dot: i32 = a_row[r.clone()].iter().zip(&b_row[r]).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum();
+                let bytes = SCALE_BLOCK / 2;
+                let mut dot = 0i32;
+                for (&i, &y) in a_idx[s * bytes..][..bytes].iter().zip(&b_row[s * bytes..][..bytes]) {
+                    dot += i32::from(pairs[i | usize::from(y)]);
+                }
                 sum += f64::from(dot) * sa[s] * sb[s];
             }
             let total = if accumulate { f64::from(*dst) + sign * sum } else { sign * sum };
@@ -483,5 +497,24 @@ mod tests {
         assert_eq!(d[8], 10.0);
         mma_block_scale_4x(8, &a, &b, &sfa, &sfb, true, &mut d, false).unwrap();
         assert_eq!(d[0], -1.0);
+    }
+}
+#[cfg(test)]
+mod bench {
+    /// Time of one m128n256k64 (`cargo test -p emu --lib bench -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn bench_mma_n256() {
+        use super::*;
+        let a: Vec<u8> = (0..128 * 32).map(|i| (i * 37 % 251) as u8).collect();
+        let b: Vec<u8> = (0..256 * 32).map(|i| (i * 91 % 241) as u8).collect();
+        let sfa = vec![1.0; 128 * 4];
+        let sfb = vec![0.5; 256 * 4];
+        let mut d = vec![0f32; 128 * 256];
+        let t = std::time::Instant::now();
+        for _ in 0..200 {
+            mma_block_scale_4x(256, &a, &b, &sfa, &sfb, false, &mut d, true).unwrap();
+        }
+        eprintln!("{:?} per m128n256k64", t.elapsed() / 200);
     }
 }
