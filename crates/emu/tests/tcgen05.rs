@@ -836,6 +836,48 @@ fn mma_never_committed() {
     line.assert_blamed(&e);
 }
 
+/// Waiting for an MMA's commit that was never issued: a deadlock whose report names the
+/// uncommitted MMA.
+#[test]
+fn wait_for_an_mma_never_committed_deadlocks() {
+    let ops = Operands::random(8, 13);
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        ops.store(32, true);
+        let base = setup();
+        if tid() == 0 {
+            tc::cp_32x128b_warpx4(base + 128, sf_desc(0));
+            tc::cp_32x128b_warpx4(base + 132, sf_desc(1));
+            tc::mma_mxf4nvf4_block_scale_4x(base, a_desc(0), b_desc(0), idesc(8), base + 128, base + 132, false);
+        }
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+    });
+    expect(&e, ErrorKind::Deadlock, &["thread 0 holds 3 uncommitted tcgen05 op(s)", "no tcgen05.commit follows"]);
+}
+
+/// A commit by another thread than the MMA's issuer tracks nothing: it arrives at once,
+/// and the accumulator is read while the MMA is still pending.
+#[test]
+fn commit_by_another_thread_tracks_nothing() {
+    let ops = Operands::random(8, 14);
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        ops.store(32, true);
+        let base = setup();
+        if tid() == 0 {
+            tc::cp_32x128b_warpx4(base + 128, sf_desc(0));
+            tc::cp_32x128b_warpx4(base + 132, sf_desc(1));
+            tc::mma_mxf4nvf4_block_scale_4x(base, a_desc(0), b_desc(0), idesc(8), base + 128, base + 132, false);
+        } else if tid() == 1 {
+            tc::commit(smem() + BAR);
+        }
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+        tc::fence_after_thread_sync();
+        let mut regs = [0u32; 8];
+        unsafe { tc::ld_32x32b(base, regs.as_mut_ptr(), 8) };
+        tc::wait_ld();
+    });
+    expect(&e, ErrorKind::Tcgen05, &["reads tensor-memory columns 0..8 that the pending tcgen05.mma", "by thread 0"]);
+}
+
 /// Descriptors rejected at issue: the kind::f16 idesc, a Hopper smem descriptor, a base
 /// offset (unsupported), D outside the allocation.
 #[test]

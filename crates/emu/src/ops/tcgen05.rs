@@ -239,6 +239,23 @@ impl Tcgen05Unit {
             .min()
     }
 
+    /// For deadlock reports: the threads holding tcgen05 ops that no commit follows (their
+    /// completion can never be observed).
+    pub fn uncommitted_summary(&self) -> Option<String> {
+        let lines: Vec<String> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(t, q)| {
+                let committed = q.commits.back().map_or(0, |c| c.after);
+                let first = q.ops.iter().find(|o| o.sequence > committed)?;
+                let count = q.ops.iter().filter(|o| o.sequence > committed).count();
+                Some(format!("thread {t} holds {count} uncommitted tcgen05 op(s), the first the {}", first.at()))
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
+    }
+
     /// A description of the allocations, for reports.
     pub fn allocations_summary(&self) -> String {
         if self.allocations.is_empty() {
