@@ -386,7 +386,9 @@ fn byte_pair_products() -> &'static [i16; 1 << 16] {
 /// in f64 and the result rounded once to f32 (round to nearest even). Whenever the f64 sum is
 /// exact (always, unless the block terms span more than ~30 binades) this is the correctly
 /// rounded f32 of the exact result; on the benchmark's inputs every partial sum is exact in f32
-/// anyway. A NaN scale or a NaN input D gives the canonical NaN `0x7FFF_FFFF`.
+/// anyway. A NaN scale or a NaN input D gives the canonical NaN `0x7FFF_FFFF`. Negation
+/// (`negate` = negate-A xor negate-B) negates the instruction's sum before it is added, so
+/// a zero sum becomes -0 (the hardware's sign of zero is undocumented).
 #[allow(clippy::too_many_arguments)]
 pub fn mma_block_scale_4x(
     n: usize,
