@@ -518,6 +518,26 @@ fn ld_registers_are_poison_until_wait_ld() {
     assert!(f32::from_bits(LD_POISON).is_nan());
 }
 
+/// A destination register written between tcgen05.ld and tcgen05.wait::ld.
+#[test]
+fn ld_register_written_before_wait_ld() {
+    let line = Line::default();
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        let base = setup();
+        let mut regs = [0u32; 4];
+        unsafe { tc::ld_32x32b(base, regs.as_mut_ptr(), 4) };
+        if tid() == 3 {
+            regs[2] = 1;
+        }
+        std::hint::black_box(&mut regs);
+        line.next();
+        tc::wait_ld();
+        teardown(base);
+    });
+    expect(&e, ErrorKind::Tcgen05, &["thread 3 wrote destination register 2 of a tcgen05.ld"]);
+    line.assert_blamed(&e);
+}
+
 /// enable_input_d = true on an accumulator nothing ever wrote: fresh tensor memory is
 /// garbage (poison), so the result is NaN.
 #[test]

@@ -954,8 +954,21 @@ pub fn wait_ld() {
     let (ex, warp, members) = full_warp(ex);
     let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
         for &m in members {
-            for ld in std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads) {
-                // SAFETY: guaranteed live until this wait by the caller of `ld_32x32b`.
+            let loads = std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads);
+            // SAFETY (both loops): guaranteed live until this wait by the caller of `ld_32x32b`.
+            for ld in &loads {
+                let regs = unsafe { std::slice::from_raw_parts(ld.regs as *const u32, ld.values.len()) };
+                if let Some(i) = regs.iter().position(|&r| r != LD_POISON) {
+                    return Err((
+                        ErrorKind::Tcgen05,
+                        format!(
+                            "thread {m} wrote destination register {i} of a tcgen05.ld before this tcgen05.wait::ld \
+                             (the load may still be writing it)"
+                        ),
+                    ));
+                }
+            }
+            for ld in loads {
                 unsafe { std::slice::from_raw_parts_mut(ld.regs as *mut u32, ld.values.len()) }
                     .copy_from_slice(&ld.values);
             }
