@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use emu::model::tcgen05::{ScaleFormat, Swizzle, decode_idesc, decode_smem_desc};
 use emu::ops::tcgen05::{self as tc, LD_POISON};
-use emu::ops::{barrier, fence, mbarrier, memory, special};
+use emu::ops::{barrier, bulk, fence, mbarrier, memory, special};
 use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig};
 
 // ---------------------------------------------------------------------------------------
@@ -591,6 +591,142 @@ fn alloc_is_first_fit_aligned() {
         tc::dealloc(c, 32);
     });
     assert_eq!(read_u32s(&gm, out, 3), [0, 64, 32]);
+}
+
+/// The warp-specialised pipeline a real kernel uses, end to end: a producer thread fills
+/// two shared-memory stages with bulk copies (A and B pre-tiled in SW128 order in global
+/// memory, the blocked scale chunks as they are), the MMA thread waits for each stage,
+/// copies its 4+4 scale chunks and issues 4 MMAs (K = 256 per stage, 1024 in all), and
+/// commits the stage back; four epilogue warps (warps 2..5, so lane quarters 2, 3, 0, 1)
+/// wait for the accumulator and read it. Stage refills depend on the lazy completion of
+/// the MMAs that read the stage.
+#[test]
+fn pipeline_with_bulk_copies_two_stages_four_k_blocks() {
+    const N: u32 = 8;
+    const KB: u32 = 4; // k-blocks of 256
+    const STAGE: u32 = 16384 + 1024 + 2048 + 2048;
+    const BARS: u32 = 2 * STAGE; // full[0..2], empty[0..2], acc_full
+    const SLOT2: u32 = BARS + 40;
+    let mut rng = Rng(99);
+    let mut bytes = |len: usize| -> Vec<u8> { (0..len).map(|_| rng.next() as u8).collect() };
+    // Logical operands: rows of 512 bytes (K = 1024).
+    let a = bytes(128 * 512);
+    let b = bytes(N as usize * 512);
+    let scale_chunks: Vec<Vec<u8>> =
+        (0..2 * 4 * KB).map(|i| (0..512).map(|j| SCALES[((i * 7 + j * 13) % 6) as usize].0).collect()).collect();
+    let (sfa, sfb) = scale_chunks.split_at(4 * KB as usize);
+    // Global memory: per k-block, the SW128 tiles and the 4 scale chunks of each operand.
+    let tile = |rows: &[u8], nrows: u32, kb: u32| -> Vec<u8> {
+        let mut t = vec![0u8; (nrows.div_ceil(8) * 1024) as usize];
+        for r in 0..nrows {
+            for c in 0..128 {
+                t[sw128_byte(r, c) as usize] = rows[(r * 512 + kb * 128 + c) as usize];
+            }
+        }
+        t
+    };
+    let gm = GlobalMemory::new();
+    let a_g = gm.alloc_from("A", &(0..KB).flat_map(|kb| tile(&a, 128, kb)).collect::<Vec<u8>>());
+    let b_g = gm.alloc_from("B", &(0..KB).flat_map(|kb| tile(&b, N, kb)).collect::<Vec<u8>>());
+    let sfa_g = gm.alloc_from("SFA", &sfa.concat());
+    let sfb_g = gm.alloc_from("SFB", &sfb.concat());
+    let out = gm.alloc("out", (128 * N * 4) as usize);
+    let sf_col = |s: u32, j: u32| 32 + 32 * s + 8 * j;
+    run(&gm, 192, SLOT2 + 8, || {
+        let t = tid();
+        let (full, empty, acc_full) =
+            (|s: u32| smem() + BARS + 8 * s, |s: u32| smem() + BARS + 16 + 8 * s, smem() + BARS + 32);
+        if t < 32 {
+            tc::alloc(smem() + SLOT2, 128);
+        }
+        if t == 0 {
+            for i in 0..5 {
+                mbarrier::init(smem() + BARS + 8 * i, 1);
+            }
+            fence::mbarrier_init();
+        }
+        barrier::sync_all(0);
+        tc::fence_after_thread_sync();
+        let base = memory::ld_shared::<u32>(smem() + SLOT2);
+        let stage = |s: u32| smem() + s * STAGE;
+        if t == 0 {
+            for kb in 0..KB {
+                let (s, phase) = (kb % 2, (kb / 2) & 1);
+                mbarrier::try_wait_parity(empty(s), phase ^ 1);
+                mbarrier::arrive_expect_tx(full(s), STAGE);
+                bulk::global_to_shared(stage(s), a_g + u64::from(kb * 16384), 16384, full(s));
+                bulk::global_to_shared(stage(s) + 16384, b_g + u64::from(kb * 1024), 1024, full(s));
+                bulk::global_to_shared(stage(s) + 17408, sfa_g + u64::from(kb * 2048), 2048, full(s));
+                bulk::global_to_shared(stage(s) + 19456, sfb_g + u64::from(kb * 2048), 2048, full(s));
+            }
+        } else if t == 32 {
+            for kb in 0..KB {
+                let (s, phase) = (kb % 2, (kb / 2) & 1);
+                mbarrier::try_wait_parity(full(s), phase);
+                tc::fence_after_thread_sync();
+                for j in 0..4 {
+                    tc::cp_32x128b_warpx4(base + sf_col(s, j), desc(stage(s) + 17408 + 512 * j, 0, 128, 0));
+                    tc::cp_32x128b_warpx4(base + sf_col(s, j) + 4, desc(stage(s) + 19456 + 512 * j, 0, 128, 0));
+                }
+                for j in 0..4 {
+                    let a_d = desc(stage(s) + 32 * j, 16, 1024, 2);
+                    let b_d = desc(stage(s) + 16384 + 32 * j, 16, 1024, 2);
+                    let acc = kb > 0 || j > 0;
+                    tc::mma_mxf4nvf4_block_scale_4x(
+                        base,
+                        a_d,
+                        b_d,
+                        idesc(N),
+                        base + sf_col(s, j),
+                        base + sf_col(s, j) + 4,
+                        acc,
+                    );
+                }
+                tc::commit(empty(s));
+            }
+            tc::commit(acc_full);
+        } else if t >= 64 {
+            mbarrier::try_wait_parity(acc_full, 0);
+            tc::fence_after_thread_sync();
+            let (warp, lane) = (t / 32, t % 32);
+            let row = 32 * (warp % 4) + lane;
+            let mut regs = [0u32; N as usize];
+            unsafe { tc::ld_32x32b(base + ((32 * (warp % 4)) << 16), regs.as_mut_ptr(), N) };
+            tc::wait_ld();
+            for (i, v) in regs.iter().enumerate() {
+                memory::st_global::<u32>(out + 4 * u64::from(row * N + i as u32), *v);
+            }
+        }
+        tc::fence_before_thread_sync();
+        barrier::sync_all(0);
+        if t < 32 {
+            tc::fence_after_thread_sync();
+            tc::dealloc(base, 128);
+        }
+    });
+    // Reference: 16 MMAs of K = 64, each summed exactly and rounded once to f32.
+    let value = |rows: &[u8], r: usize, k: usize| {
+        let byte = rows[r * 512 + k / 2];
+        e2m1(if k.is_multiple_of(2) { byte & 0xF } else { byte >> 4 })
+    };
+    let mut want = vec![0f32; 128 * N as usize];
+    for step in 0..(4 * KB) as usize {
+        for m in 0..128 {
+            for n in 0..N as usize {
+                let mut sum = 0f64;
+                for kk in 0..64 {
+                    let k = 64 * step + kk;
+                    let sa = Operands::scale(&sfa[step], m, kk / 16);
+                    let sb = Operands::scale(&sfb[step], n, kk / 16);
+                    sum += value(&a, m, k) * sa * value(&b, n, k) * sb;
+                }
+                let d = &mut want[m * N as usize + n];
+                *d = (if step == 0 { 0.0 } else { f64::from(*d) } + sum) as f32;
+            }
+        }
+    }
+    let got: Vec<f32> = read_u32s(&gm, out, 128 * N as usize).into_iter().map(f32::from_bits).collect();
+    assert_eq!(got, want);
 }
 
 // ---------------------------------------------------------------------------------------
