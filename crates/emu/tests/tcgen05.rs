@@ -785,6 +785,31 @@ fn store_into_an_operand_of_a_pending_mma() {
     line.assert_blamed(&e);
 }
 
+/// A bulk copy (async proxy) into shared memory a pending MMA still reads.
+#[test]
+fn bulk_copy_into_an_operand_of_a_pending_mma() {
+    let ops = Operands::random(8, 16);
+    let gm = GlobalMemory::new();
+    let src = gm.alloc_from("src", &[0; 1024]);
+    let line = Line::default();
+    let e = report(&gm, 32, SMEM + 8, || {
+        ops.store(32, true);
+        let base = setup();
+        if tid() == 0 {
+            mbarrier::init(smem() + SMEM, 1);
+            fence::mbarrier_init();
+            issue(base, 8, 1);
+            mbarrier::arrive_expect_tx(smem() + SMEM, 1024);
+            line.next();
+            bulk::global_to_shared(smem() + B_OFF, src, 1024, smem() + SMEM);
+        }
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+        teardown(base);
+    });
+    expect(&e, ErrorKind::InFlightRead, &["copies into shared byte", "tcgen05.mma/cp still reads"]);
+    line.assert_blamed(&e);
+}
+
 /// tcgen05.ld of the accumulator before the commit's mbarrier wait.
 #[test]
 fn ld_before_the_commit_wait() {
@@ -1074,7 +1099,15 @@ fn commit_by_another_thread_tracks_nothing() {
 #[test]
 fn bad_operands_rejected_at_issue() {
     type Case = (fn(u32), ErrorKind, &'static str);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
+        (
+            |b| {
+                let a = desc(smem() + SMEM - 1024, 16, 1024, 2);
+                tc::mma_mxf4nvf4_block_scale_4x(b, a, b_desc(0), idesc(8), b + 128, b + 132, false)
+            },
+            ErrorKind::OutOfBounds,
+            "A descriptor 0x",
+        ),
         (
             |b| tc::mma_mxf4nvf4_block_scale_4x(b, a_desc(0), b_desc(0), 0x0820_0490, b + 128, b + 132, false),
             ErrorKind::Tcgen05,
