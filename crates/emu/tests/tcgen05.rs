@@ -991,6 +991,22 @@ fn scale_replicas_that_differ() {
     expect(&e, ErrorKind::Tcgen05, &["scale factors of A row 0 differ between their replicas"]);
 }
 
+/// A ue4m3 scale byte with bit 7 set (an e4m3 sign left in it) is an invalid encoding.
+#[test]
+fn ue4m3_scale_with_bit_7_set() {
+    let mut ops = Operands::random(8, 17);
+    // B row 5, block 2 of the first step.
+    ops.sfb[0][5 * 16 + 2] = 0xB8;
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        ops.store(32, true);
+        let base = setup();
+        issue(base, 8, 1);
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+        teardown(base);
+    });
+    expect(&e, ErrorKind::Tcgen05, &["scale factor of B row 5", "0xb8 has bit 7 set", "MSB"]);
+}
+
 /// Scales read from columns no cp ever wrote.
 #[test]
 fn scales_never_written() {

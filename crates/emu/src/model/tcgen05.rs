@@ -16,7 +16,8 @@
 //!
 //! Not modelled (reported, never guessed): sparsity, MN-major operands, M ≠ 128, K = 96, scale
 //! vector sizes other than 4X, a non-zero descriptor base offset, swizzles other than 128B for
-//! the MMA operands and other than none for the scale copy, ue4m3 scales with the sign bit set.
+//! the MMA operands and other than none for the scale copy. A ue4m3 scale byte with bit 7 set is
+//! an invalid encoding (PTX ISA §5.2.3: the 7-bit format's byte has its MSB padded with zero).
 
 use super::numeric::F32_CANONICAL_NAN;
 use super::wgmma::{SmemLayout, WgmmaDesc};
@@ -329,17 +330,19 @@ pub fn e2m1_times2(code: u8) -> i8 {
 
 /// A scale factor's value (exact in f64; NaN for the NaN codes).
 ///
-/// * ue4m3: the e4m3fn bit layout `s eeee mmm` with bias 7, subnormals
-///   `m · 2^-9`, `0x7F` NaN. The ISA calls the type unsigned but does not say what the
-///   hardware does with bit 7; a set sign bit is reported (Err), not guessed.
-/// * ue8m0: `2^(x - 127)`, `0xFF` NaN.
+/// * ue4m3 (PTX ISA §5.2.3 "Alternate Floating-Point Data Formats"): a 7-bit unsigned format,
+///   4 exponent bits (bias 7) and 3 mantissa bits, no infinity, NaN only `0x7F`, stored in a
+///   byte "having MSB bit padded with zero". So `0eeeemmm`: subnormals `m · 2^-9`, normals
+///   `1.m · 2^(e-7)` (max 448). A set bit 7 breaks the encoding rule: Err, never a guess
+///   (the hardware might ignore it, or read an e4m3 sign).
+/// * ue8m0 (same section): 8 exponent bits, `2^(x - 127)`, no infinity, NaN only `0xFF`.
 pub fn scale_value(byte: u8, format: ScaleFormat) -> Result<f64, String> {
     match format {
         ScaleFormat::Ue4m3 => {
             if byte & 0x80 != 0 {
                 return Err(format!(
-                    "ue4m3 scale factor {byte:#04x} has bit 7 (a sign bit in e4m3) set: its meaning for an unsigned \
-                     scale is not documented, so it is not modelled"
+                    "ue4m3 scale factor {byte:#04x} has bit 7 set: ue4m3 is a 7-bit format whose byte must have its MSB \
+                     zero (PTX ISA 5.2.3; an e4m3 sign bit left in a scale?)"
                 ));
             }
             let e = i32::from(byte >> 3);

@@ -815,7 +815,7 @@ fn execute(st: &mut CtaState, op: &Op) -> Result<(), (ErrorKind, String)> {
                     }
                     for byte in tmem.cells[first].to_le_bytes() {
                         out.push(scale_value(byte, idesc.scale).map_err(|m| {
-                            (ErrorKind::Unsupported, format!("scale factor of {which} row {r} (column {column}): {m}"))
+                            (ErrorKind::Tcgen05, format!("scale factor of {which} row {r} (column {column}): {m}"))
                         })?);
                     }
                 }
