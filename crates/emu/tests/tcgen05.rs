@@ -969,26 +969,76 @@ fn dealloc_matching_no_allocation() {
     expect(&e, ErrorKind::Tcgen05, &["dealloc of 32 columns at 0x00000000 matches no allocation"]);
 }
 
-/// Scale replicas that differ between lane quarters: an MMA's accumulator (row-dependent)
-/// reused as scale factors.
+/// Scale replicas that differ between lane quarters: a completed MMA's accumulator (different
+/// in every lane) reused as the scale factors of A.
 #[test]
 fn scale_replicas_that_differ() {
     let ops = Operands::random(8, 5);
     let e = report(&GlobalMemory::new(), 32, SMEM, || {
         ops.store(32, true);
         let base = setup();
+        issue(base, 8, 1);
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+        tc::fence_after_thread_sync();
+        if tid() == 0 {
+            // D (columns 0..8) as the scales of A.
+            tc::mma_mxf4nvf4_block_scale_4x(base + 64, a_desc(0), b_desc(0), idesc(8), base, base + 132, false);
+            tc::commit(smem() + BAR);
+        }
+        mbarrier::try_wait_parity(smem() + BAR, 1);
+        teardown(base);
+    });
+    expect(&e, ErrorKind::Tcgen05, &["scale factors of A row 0 differ between their replicas"]);
+}
+
+/// Two MMAs of one thread into overlapping but different accumulators are not ordered.
+#[test]
+fn mma_into_an_overlapping_different_accumulator() {
+    let ops = Operands::random(64, 18);
+    let line = Line::default();
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        ops.store(32, true);
+        let base = setup();
         if tid() == 0 {
             tc::cp_32x128b_warpx4(base + 128, sf_desc(0));
             tc::cp_32x128b_warpx4(base + 132, sf_desc(1));
-            tc::mma_mxf4nvf4_block_scale_4x(base, a_desc(0), b_desc(0), idesc(8), base + 128, base + 132, false);
-            // D (columns 0..8, different in every lane) as the scales of A.
-            tc::mma_mxf4nvf4_block_scale_4x(base + 64, a_desc(0), b_desc(0), idesc(8), base, base + 132, false);
+            tc::mma_mxf4nvf4_block_scale_4x(base, a_desc(0), b_desc(0), idesc(64), base + 128, base + 132, false);
+            line.next();
+            tc::mma_mxf4nvf4_block_scale_4x(base + 32, a_desc(0), b_desc(0), idesc(64), base + 128, base + 132, true);
             tc::commit(smem() + BAR);
         }
         mbarrier::try_wait_parity(smem() + BAR, 0);
         teardown(base);
     });
-    expect(&e, ErrorKind::Tcgen05, &["scale factors of A row 0 differ between their replicas"]);
+    expect(
+        &e,
+        ErrorKind::Tcgen05,
+        &["writes accumulator columns 0..64 that overlap this mma's 32..96", "same accumulator"],
+    );
+    line.assert_blamed(&e);
+}
+
+/// Two pending copies of one thread into the same columns: cp -> cp is not ordered.
+#[test]
+fn cp_over_a_pending_cp() {
+    let line = Line::default();
+    let e = report(&GlobalMemory::new(), 32, SMEM, || {
+        let base = setup();
+        if tid() == 0 {
+            tc::cp_32x128b_warpx4(base + 128, sf_desc(0));
+            line.next();
+            tc::cp_32x128b_warpx4(base + 130, sf_desc(1));
+            tc::commit(smem() + BAR);
+        }
+        mbarrier::try_wait_parity(smem() + BAR, 0);
+        teardown(base);
+    });
+    expect(
+        &e,
+        ErrorKind::Tcgen05,
+        &["writes tensor-memory columns 130..134", "do not order tcgen05.cp before a later cp"],
+    );
+    line.assert_blamed(&e);
 }
 
 /// A ue4m3 scale byte with bit 7 set (an e4m3 sign left in it) is an invalid encoding.

@@ -18,6 +18,12 @@
 //!   shared bytes they read are claimed (a store into them is `InFlightRead`) and the TMEM
 //!   columns they read and write are owned (a `ld` of them, or another thread's `cp`/`mma`
 //!   touching them, is reported).
+//! * **Ordering.** Executing a thread's ops in issue order is stronger than the hardware:
+//!   PTX ISA 9.7.16.6 orders only the pipelines `cp` → `mma` and `mma` → `mma` with the same
+//!   accumulator (address, shape, kind). So a pending op that an unordered later op of the
+//!   same thread could race with is reported at the later op's issue: `mma` → `cp` or
+//!   `cp` → `cp` on the same columns, and `mma` → `mma` through different but overlapping
+//!   accumulators or through columns one reads as scale factors and the other writes.
 //! * **`ld` is asynchronous too:** the registers hold [`LD_POISON`] until the warp's
 //!   `wait_ld`, so a missing wait yields NaN.
 //! * **Fences.** After a thread synchronisation (a completed mbarrier wait or `bar.sync`) a
@@ -284,6 +290,97 @@ impl Tcgen05Unit {
                 self.allocations_summary()
             ),
         ))
+    }
+
+    /// Why a `cp` by thread `me` into columns `cols` may not be issued now, if it may not.
+    /// The PTX pipelines (ISA 9.7.16.6) order a thread's `cp` before its later `mma`, but
+    /// neither `mma` → `cp` nor `cp` → `cp`: a pending op that reads or writes the columns
+    /// (of any thread) races with the copy.
+    fn cp_conflict(&self, me: u32, cols: &Range<u32>) -> Option<String> {
+        let (c0, c1) = (cols.start, cols.end);
+        let ops = || self.threads.iter().enumerate().flat_map(|(t, q)| q.ops.iter().map(move |o| (t as u32, o)));
+        if let Some((t, o)) = ops().find(|(_, o)| o.reads().iter().any(|r| overlap(r, cols))) {
+            return Some(if t == me {
+                format!(
+                    "overwrites tensor-memory columns {c0}..{c1} that this thread's pending {} still reads: the PTX \
+                     ordering rules order cp before a later mma of the same thread, not mma before a later cp (use \
+                     separate scale columns per pipeline stage, or wait for the mma's commit first)",
+                    o.at()
+                )
+            } else {
+                format!(
+                    "overwrites tensor-memory columns {c0}..{c1} that the pending {} by thread {t} still reads",
+                    o.at()
+                )
+            });
+        }
+        if let Some((t, o)) = ops().find(|(_, o)| overlap(&o.writes(), cols)) {
+            return Some(if t == me {
+                format!(
+                    "writes tensor-memory columns {c0}..{c1} that this thread's pending {} also writes: the PTX \
+                     ordering rules do not order {} before a later cp, so the final contents are undefined",
+                    o.at(),
+                    o.name()
+                )
+            } else {
+                format!(
+                    "writes tensor-memory columns {c0}..{c1} that the pending {} by thread {t} also writes (unordered)",
+                    o.at()
+                )
+            });
+        }
+        None
+    }
+
+    /// Why an `mma` by thread `me` into the accumulator at column `d` (`n` columns), with
+    /// scale factors in `scales`, may not be issued now, if it may not. Another thread's
+    /// pending op may not touch the accumulator or write the scales. Of this thread's own
+    /// pending ops, `cp`s are ordered before it, but an earlier `mma` only when it has the
+    /// same accumulator (address and shape: PTX ISA 9.7.16.6's pipeline "same N and
+    /// accumulator, shape and kind").
+    fn mma_conflict(&self, me: u32, d: u32, n: u32, scales: &[Range<u32>; 2]) -> Option<String> {
+        let d_cols = d..d + n;
+        for (t, q) in self.threads.iter().enumerate() {
+            for o in &q.ops {
+                let writes = o.writes();
+                let touches_d = overlap(&writes, &d_cols) || o.reads().iter().any(|r| overlap(r, &d_cols));
+                let writes_scales = scales.iter().any(|c| overlap(&writes, c));
+                if t as u32 != me {
+                    if touches_d || writes_scales {
+                        return Some(format!(
+                            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator \
+                             or scale factors): operations of different threads are not ordered",
+                            o.at()
+                        ));
+                    }
+                    continue;
+                }
+                let OpKind::Mma { d: od, idesc: oid, sfa, sfb, .. } = o.kind else { continue };
+                let same_accumulator = od == d && oid.n == n;
+                let unordered = if overlap(&writes, &d_cols) && !same_accumulator {
+                    Some(format!(
+                        "writes accumulator columns {od}..{} that overlap this mma's {}..{}",
+                        od + oid.n,
+                        d,
+                        d + n
+                    ))
+                } else if [sfa..sfa + 4, sfb..sfb + sfb_columns(oid.n)].iter().any(|r| overlap(r, &d_cols)) {
+                    Some("reads, as scale factors, columns this mma's accumulator overwrites".to_string())
+                } else if writes_scales && !same_accumulator {
+                    Some("writes columns this mma reads as scale factors".to_string())
+                } else {
+                    None
+                };
+                if let Some(what) = unordered {
+                    return Some(format!(
+                        "this thread's pending {} {what}: the PTX pipelines order mma before mma only for the same \
+                         accumulator (address and shape), so the two are unordered",
+                        o.at()
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// The pending op of any thread that `overlaps` (given the op) first, with its thread.
@@ -580,35 +677,7 @@ pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
     let (ex, desc) = ex.check(desc);
     let rows: Result<Vec<u32>, _> = (0..32).map(|r| desc.cp_row(r)).collect();
     let (ex, rows) = ex.check(rows.map_err(|e| desc_error("source", src_desc, e)));
-    let me = ex.me;
-    let conflict = ex.st.tcgen05.find_pending(|o| o.reads().iter().any(|r| overlap(r, &cols)));
-    if let Some((t, op)) = conflict {
-        let message = if t == me {
-            format!(
-                "overwrites tensor-memory columns {}..{} that this thread's pending {} still reads: the PTX ordering \
-                 rules order cp before a later mma of the same thread, not mma before a later cp (use separate scale \
-                 columns per pipeline stage, or wait for the mma's commit first)",
-                cols.start,
-                cols.end,
-                op.at()
-            )
-        } else {
-            format!(
-                "overwrites tensor-memory columns {}..{} that the pending {} by thread {t} still reads",
-                cols.start,
-                cols.end,
-                op.at()
-            )
-        };
-        ex.fail(ErrorKind::Tcgen05, message);
-    }
-    if let Some((t, op)) = ex.st.tcgen05.find_pending(|o| overlap(&o.writes(), &cols)).filter(|(t, _)| *t != me) {
-        let message = format!(
-            "writes tensor-memory columns {}..{} that the pending {} by thread {t} also writes (unordered)",
-            cols.start,
-            cols.end,
-            op.at()
-        );
+    if let Some(message) = ex.st.tcgen05.cp_conflict(ex.me, &cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
     let ex = require_reads_released(ex, &cols);
@@ -686,19 +755,8 @@ pub fn mma_mxf4nvf4_block_scale_4x(
     let (ex, a_chunks) = ex.check(r);
     let r = chunks(b_desc, id.n, "B");
     let (ex, b_chunks) = ex.check(r);
-    let me = ex.me;
-    // Another thread's pending op touching the accumulator, or writing the scales, races.
-    let conflict = ex.st.tcgen05.find_pending(|o| {
-        overlap(&o.writes(), &d_cols)
-            || o.reads().iter().any(|r| overlap(r, &d_cols))
-            || checks[1..].iter().any(|(c, _)| overlap(&o.writes(), c))
-    });
-    if let Some((t, op)) = conflict.filter(|(t, _)| *t != me) {
-        let message = format!(
-            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator or scale \
-             factors): operations of different threads are not ordered",
-            op.at()
-        );
+    let scale_cols = [checks[1].0.clone(), checks[2].0.clone()];
+    if let Some(message) = ex.st.tcgen05.mma_conflict(ex.me, dc, id.n, &scale_cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
     let ex = require_reads_released(ex, &d_cols);
