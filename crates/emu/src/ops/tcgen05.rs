@@ -24,8 +24,12 @@
 //!   same thread could race with is reported at the later op's issue: `mma` → `cp` or
 //!   `cp` → `cp` on the same columns, and `mma` → `mma` through different but overlapping
 //!   accumulators or through columns one reads as scale factors and the other writes.
+//! * **Scale factors** are read at execution from all four lane quarters, which must hold
+//!   equal, written words (a cell nothing wrote since its allocation is reported).
 //! * **`ld` is asynchronous too:** the registers hold [`LD_POISON`] until the warp's
-//!   `wait_ld`, so a missing wait yields NaN.
+//!   `wait_ld`, so a missing wait yields NaN (and a register written before the wait is
+//!   reported). A `cp`/`mma` may not overwrite columns another thread has read with a `ld`
+//!   that it has not yet released with `fence::before_thread_sync`.
 //! * **Fences.** After a thread synchronisation (a completed mbarrier wait or `bar.sync`) a
 //!   thread must execute `fence::after_thread_sync` before its next `mma`/`cp`/`ld`/
 //!   `dealloc`; after a `ld` it must execute `fence::before_thread_sync` (or a `commit`,
