@@ -382,6 +382,95 @@ fn mma_128x128x128_in_two_steps_matches_the_definition() {
     assert!(want.iter().filter(|v| **v != 0.0).count() > 10000, "the test data is degenerate");
 }
 
+/// N = 256: B spans 32 swizzle atoms, and its scales two blocked chunks (rows 0-127 and
+/// 128-255) copied to SFB columns +0..4 and +4..8 (row n at lane n % 32, column n / 32).
+/// UE8M0 scales (idesc bit 23). Read back with two ld.x128 per warp.
+#[test]
+fn mma_n256_with_ue8m0_scales() {
+    const B256: u32 = 16 * 1024;
+    const SF: u32 = B256 + 32 * 1024;
+    const SLOT3: u32 = SF + 3 * 512;
+    const BAR3: u32 = SLOT3 + 8;
+    let mut rng = Rng(21);
+    let a: Vec<u8> = (0..128 * 32).map(|_| rng.next() as u8).collect();
+    let b: Vec<u8> = (0..256 * 32).map(|_| rng.next() as u8).collect();
+    // ue8m0 codes 124..=130 (2^-3 .. 2^3), one chunk for A, two for B.
+    let sf: Vec<u8> = (0..3 * 512).map(|_| 124 + (rng.next() % 7) as u8).collect();
+    let gm = GlobalMemory::new();
+    let out = gm.alloc("out", 128 * 256 * 4);
+    run(&gm, 128, BAR3 + 8, || {
+        let t = tid();
+        for w in (t..128 * 8).step_by(128) {
+            let (r, c) = (w / 8, 4 * (w % 8));
+            let word = u32::from_le_bytes(a[(r * 32 + c) as usize..][..4].try_into().unwrap());
+            memory::st_shared::<u32>(smem() + sw128_byte(r, c), word);
+        }
+        for w in (t..256 * 8).step_by(128) {
+            let (r, c) = (w / 8, 4 * (w % 8));
+            let word = u32::from_le_bytes(b[(r * 32 + c) as usize..][..4].try_into().unwrap());
+            memory::st_shared::<u32>(smem() + B256 + sw128_byte(r, c), word);
+        }
+        for w in (t..3 * 128).step_by(128) {
+            let word = u32::from_le_bytes(sf[4 * w as usize..][..4].try_into().unwrap());
+            memory::st_shared::<u32>(smem() + SF + 4 * w, word);
+        }
+        fence::proxy_async_shared_cta();
+        if t < 32 {
+            tc::alloc(smem() + SLOT3, 512);
+        }
+        if t == 0 {
+            mbarrier::init(smem() + BAR3, 1);
+            fence::mbarrier_init();
+        }
+        barrier::sync_all(0);
+        tc::fence_after_thread_sync();
+        let base = memory::ld_shared::<u32>(smem() + SLOT3);
+        if t == 0 {
+            tc::cp_32x128b_warpx4(base + 256, desc(smem() + SF, 0, 128, 0));
+            tc::cp_32x128b_warpx4(base + 260, desc(smem() + SF + 512, 0, 128, 0));
+            tc::cp_32x128b_warpx4(base + 264, desc(smem() + SF + 1024, 0, 128, 0));
+            let (a_d, b_d) = (desc(smem(), 0, 1024, 2), desc(smem() + B256, 0, 1024, 2));
+            tc::mma_mxf4nvf4_block_scale_4x(base, a_d, b_d, idesc(256) | 1 << 23, base + 256, base + 260, false);
+            tc::commit(smem() + BAR3);
+        }
+        mbarrier::try_wait_parity(smem() + BAR3, 0);
+        tc::fence_after_thread_sync();
+        let (warp, lane) = (t / 32, t % 32);
+        for half in 0..2u32 {
+            let mut regs = [0u32; 128];
+            unsafe { tc::ld_32x32b(base + ((32 * warp) << 16) + 128 * half, regs.as_mut_ptr(), 128) };
+            tc::wait_ld();
+            for (i, v) in regs.iter().enumerate() {
+                memory::st_global::<u32>(out + 4 * u64::from((32 * warp + lane) * 256 + 128 * half + i as u32), *v);
+            }
+        }
+        tc::fence_before_thread_sync();
+        barrier::sync_all(0);
+        if t < 32 {
+            tc::fence_after_thread_sync();
+            tc::dealloc(base, 512);
+        }
+    });
+    // Blocked chunk c covers rows 128c..128c+128: row r's scale s at (r%32)*16 + ((r%128)/32)*4 + s.
+    let scale = |chunks: &[u8], r: usize, s: usize| {
+        2f64.powi(i32::from(chunks[(r / 128) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + s]) - 127)
+    };
+    let value = |rows: &[u8], r: usize, k: usize| {
+        let byte = rows[r * 32 + k / 2];
+        e2m1(if k.is_multiple_of(2) { byte & 0xF } else { byte >> 4 })
+    };
+    let got = read_u32s(&gm, out, 128 * 256);
+    for m in 0..128 {
+        for n in 0..256 {
+            let mut sum = 0f64;
+            for k in 0..64 {
+                sum += value(&a, m, k) * scale(&sf[..512], m, k / 16) * value(&b, n, k) * scale(&sf[512..], n, k / 16);
+            }
+            assert_eq!(got[m * 256 + n], (sum as f32).to_bits(), "D[{m}][{n}]");
+        }
+    }
+}
+
 /// N = 64 (two SFB columns), one step, negate A (idesc bit 13).
 #[test]
 fn mma_n64_negated_a() {
