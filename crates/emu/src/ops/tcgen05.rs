@@ -641,6 +641,20 @@ fn claim_chunks(ex: Exec, chunks: &[u32], which: &str, desc: u64) -> Exec {
     if let Some((kind, message)) = error {
         ex.fail(kind, message);
     }
+    let saturated = {
+        let smem = &ex.st.smem;
+        chunks.iter().find(|&&addr| {
+            let i = (addr - smem.base) as usize;
+            smem.async_readers[i..i + 16].contains(&u8::MAX)
+        })
+    };
+    if let Some(addr) = saturated {
+        let message = format!(
+            "shared chunk {addr:#x} already has {} pending async-proxy readers, the most the emulator tracks",
+            u8::MAX
+        );
+        ex.fail(ErrorKind::Unsupported, message);
+    }
     let mut ex = ex;
     let smem = &mut ex.st.smem;
     for &addr in chunks {
