@@ -378,6 +378,9 @@ fn deadlock_report(st: &CtaState) -> String {
     for (line, ts) in &lines {
         let _ = write!(out, "\n  threads {} wait at {line}", ranges(ts));
     }
+    if let Some(uncommitted) = st.tcgen05.uncommitted_summary() {
+        let _ = write!(out, "\n  ({uncommitted}: no tcgen05.commit follows them)");
+    }
     let exited = st.threads.iter().filter(|t| matches!(t, ThreadState::Exited)).count();
     if exited > 0 {
         let _ = write!(out, "\n  ({exited} threads have exited)");
