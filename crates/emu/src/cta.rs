@@ -122,6 +122,10 @@ pub(crate) struct CtaState {
     pub async_sequence: u64,
     /// False polls since any thread last executed another instruction.
     pub futile_polls: u64,
+    /// Happens-before tracking of shared memory (`None` when race detection is off).
+    pub race: Option<Box<crate::race::Race>>,
+    /// The seeded schedule's randomness.
+    pub sched: crate::sched::Sched,
 }
 
 /// A CTA: its identity, its state and one wake-up signal per thread.
@@ -164,6 +168,8 @@ impl<'g> Cta<'g> {
                 wgmma_fenced: vec![false; threads],
                 async_sequence: 0,
                 futile_polls: 0,
+                race: None,
+                sched: crate::sched::Sched::new(None, 0),
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
         }
@@ -248,7 +254,7 @@ impl<'g> Cta<'g> {
             let report = deadlock_report(&st);
             self.abort(st, EmuError::new(ErrorKind::Deadlock, "(scheduler)", report));
         }
-        if let Some(next) = next_runnable(&st, me).filter(|&t| t != me) {
+        if let Some(next) = next_runnable(&mut st, me).filter(|&t| t != me) {
             st.threads[next as usize] = ThreadState::Runnable;
             st.baton = next;
             self.wake[next as usize].notify_one();
@@ -291,7 +297,7 @@ impl<'g> Cta<'g> {
     /// asynchronous work if nothing can run, and reporting a deadlock if still nothing can.
     fn pass_baton<'a>(&'a self, me: u32, mut st: MutexGuard<'a, CtaState>) -> MutexGuard<'a, CtaState> {
         loop {
-            if let Some(next) = next_runnable(&st, me) {
+            if let Some(next) = next_runnable(&mut st, me) {
                 st.threads[next as usize] = ThreadState::Runnable;
                 st.baton = next;
                 if next != me {
@@ -316,7 +322,7 @@ impl<'g> Cta<'g> {
 }
 
 /// Whether a blocked thread's wait is satisfied now.
-fn satisfied(st: &CtaState, wait: &Wait) -> bool {
+pub(crate) fn satisfied(st: &CtaState, wait: &Wait) -> bool {
     match *wait {
         Wait::Bar { id, generation } => st.barriers[id as usize].generation != generation,
         Wait::Mbarrier { addr, parity } => st.mbarriers.get(&addr).is_some_and(|m| m.phase_completed(parity)),
@@ -324,9 +330,13 @@ fn satisfied(st: &CtaState, wait: &Wait) -> bool {
     }
 }
 
-fn next_runnable(st: &CtaState, me: u32) -> Option<u32> {
+/// The next thread to run: the first runnable one from where the schedule starts
+/// looking (right after `me`, round robin, without a seed), `me` itself last.
+fn next_runnable(st: &mut CtaState, me: u32) -> Option<u32> {
     let n = st.threads.len() as u32;
-    (1..=n).map(|i| (me + i) % n).find(|&t| match &st.threads[t as usize] {
+    let start = st.sched.start(me, n);
+    let mut order = (0..n).map(|i| (start + i) % n).filter(|&t| t != me).chain(std::iter::once(me));
+    order.find(|&t| match &st.threads[t as usize] {
         ThreadState::Runnable => true,
         ThreadState::Blocked { wait, .. } => satisfied(st, wait),
         ThreadState::Exited => false,

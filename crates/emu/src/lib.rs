@@ -15,7 +15,9 @@ mod launch;
 mod memory;
 pub mod model;
 pub mod ops;
+mod race;
 mod report;
+mod sched;
 
 pub use launch::{
     DYNAMIC_SMEM_BASE, LaunchConfig, MAX_DYNAMIC_SMEM, MAX_THREADS_PER_CTA, Options, Stats, launch, launch_with,

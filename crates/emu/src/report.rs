@@ -35,6 +35,9 @@ pub enum ErrorKind {
     Wgmma,
     /// An operand the emulator does not model or the PTX ISA forbids.
     Unsupported,
+    /// Two accesses of one shared-memory byte, at least one a write, by different
+    /// threads, with no synchronisation ordering them (the message names both lines).
+    DataRace,
     /// The kernel's Rust code panicked.
     Panic,
     /// The launch configuration itself is invalid.

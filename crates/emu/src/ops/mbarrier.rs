@@ -114,15 +114,24 @@ pub fn init(addr: u32, count: u32) {
         addr,
         Mbarrier { count, pending: count, tx: 0, phase: 0, initialised_by: me, init_fenced: false, init_loc: loc },
     );
+    if let Some(race) = ex.st.race.as_deref_mut() {
+        race.mbarrier_init(addr);
+    }
 }
 
 /// Runs `f` on the mbarrier at `addr` for `instruction`, failing the launch on its error.
+/// With `release`, the instruction is an arrive-on: it releases this thread's accesses.
 #[track_caller]
-fn with_barrier(instruction: &'static str, addr: u32, f: impl FnOnce(&mut Mbarrier) -> Result<u64, String>) -> u64 {
+fn with_barrier(
+    instruction: &'static str,
+    addr: u32,
+    release: bool,
+    f: impl FnOnce(&mut Mbarrier) -> Result<u64, String>,
+) -> u64 {
     let ex = exec(instruction);
     let (mut ex, ()) = lookup(ex, addr);
-    let m = ex.st.mbarriers.get_mut(&addr).expect("looked up");
-    match f(m) {
+    let me = ex.me;
+    match crate::race::mbarrier_signal(&mut ex.st, addr, release.then_some(me), f) {
         Ok(v) => v,
         Err(message) => ex.fail(ErrorKind::Mbarrier, format!("mbarrier {addr:#x}: {message}")),
     }
@@ -131,7 +140,7 @@ fn with_barrier(instruction: &'static str, addr: u32, f: impl FnOnce(&mut Mbarri
 /// `mbarrier.arrive.shared::cta.b64 state, [addr];` — returns the phase arrived on.
 #[track_caller]
 pub fn arrive(addr: u32) -> u64 {
-    with_barrier("mbarrier.arrive.shared::cta.b64", addr, |m| {
+    with_barrier("mbarrier.arrive.shared::cta.b64", addr, true, |m| {
         let phase = m.phase;
         m.arrive(1).map(|()| phase)
     })
@@ -141,7 +150,7 @@ pub fn arrive(addr: u32) -> u64 {
 /// bytes to the current phase, then arrives.
 #[track_caller]
 pub fn arrive_expect_tx(addr: u32, tx: u32) -> u64 {
-    with_barrier("mbarrier.arrive.expect_tx.shared::cta.b64", addr, |m| {
+    with_barrier("mbarrier.arrive.expect_tx.shared::cta.b64", addr, true, |m| {
         let phase = m.phase;
         m.expect_tx(tx)?;
         m.arrive(1).map(|()| phase)
@@ -151,7 +160,7 @@ pub fn arrive_expect_tx(addr: u32, tx: u32) -> u64 {
 /// `mbarrier.expect_tx.shared::cta.b64 [addr], tx;`
 #[track_caller]
 pub fn expect_tx(addr: u32, tx: u32) {
-    with_barrier("mbarrier.expect_tx.shared::cta.b64", addr, |m| m.expect_tx(tx).map(|()| 0));
+    with_barrier("mbarrier.expect_tx.shared::cta.b64", addr, false, |m| m.expect_tx(tx).map(|()| 0));
 }
 
 /// `mbarrier.try_wait.parity.shared::cta.b64 done, [addr], parity;` The hardware may
@@ -161,10 +170,12 @@ pub fn expect_tx(addr: u32, tx: u32) {
 #[track_caller]
 pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.try_wait.parity.shared::cta.b64");
-    let (ex, ()) = lookup(ex, addr);
+    let (mut ex, ()) = lookup(ex, addr);
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        acquire(&mut ex, addr);
         return true;
     }
+    // Acquires when the phase completes (see `race::mbarrier_signal`).
     drop(ex.block(Wait::Mbarrier { addr, parity: parity & 1 }));
     true
 }
@@ -175,11 +186,21 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
 #[track_caller]
 pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.test_wait.parity.shared::cta.b64");
-    let (ex, ()) = lookup(ex, addr);
+    let (mut ex, ()) = lookup(ex, addr);
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        acquire(&mut ex, addr);
         return true;
     }
     let super::Exec { cta, me, st, instruction, loc } = ex;
     drop(cta.yield_baton(me, st, Wait::Mbarrier { addr, parity: parity & 1 }, instruction, loc));
     false
+}
+
+/// A wait that observed the last completed phase of the mbarrier at `addr` acquires what
+/// was released into it.
+fn acquire(ex: &mut Exec, addr: u32) {
+    let me = ex.me;
+    if let Some(race) = ex.st.race.as_deref_mut() {
+        race.mbarrier_acquire(addr, me);
+    }
 }
