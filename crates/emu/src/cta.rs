@@ -5,7 +5,9 @@
 //! wait, a collective the rest of its warp has not reached) or exits; then the scheduler
 //! hands the baton to the next runnable thread in round-robin order. Running one thread
 //! at a time makes every run reproducible, lets the emulator's state live behind one
-//! uncontended lock, and turns "every live thread is blocked" into a simple test.
+//! uncontended lock, and turns "every live thread is blocked" into a simple test. With a
+//! seed (`sched.rs`) the baton also moves at random instruction boundaries, and the
+//! race detector (`race.rs`) checks what the schedule did not happen to order.
 //!
 //! Asynchronous units (copies, tensor-core operations) are completed as late as the PTX
 //! rules allow: at the wait that guarantees them, or, for copies that only an mbarrier

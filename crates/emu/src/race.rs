@@ -52,6 +52,9 @@ pub(crate) enum Kind {
     Bulk,
     /// A wgmma's shared operand read.
     Wgmma,
+    /// A shared read by another asynchronous unit on behalf of one issuing thread
+    /// (tcgen05.mma operands, tcgen05.cp sources).
+    AsyncRead,
 }
 
 impl Kind {
@@ -337,6 +340,9 @@ impl Race {
             }
             Kind::Bulk => format!("the bulk copy issued by thread {t} writes shared {addr:#x} ({})", at(loc)),
             Kind::Wgmma => format!("the wgmma of warpgroup {} reads shared {addr:#x} ({})", t / 128, at(loc)),
+            Kind::AsyncRead => {
+                format!("the asynchronous read issued by thread {t} reads shared {addr:#x} ({})", at(loc))
+            }
         };
         let o = other.tid as u32 - 1;
         let that = match self.tags[other.tag as usize] {
@@ -346,6 +352,7 @@ impl Race {
                 Kind::CpAsync => format!("thread {o}'s cp.async write ({})", at(l)),
                 Kind::Bulk => format!("the write of thread {o}'s bulk copy ({})", at(l)),
                 Kind::Wgmma => format!("the read of warpgroup {}'s wgmma ({})", o / 128, at(l)),
+                Kind::AsyncRead => format!("the asynchronous read issued by thread {o} ({})", at(l)),
             },
             None => format!("an access of thread {o}"),
         };
@@ -418,6 +425,25 @@ pub(crate) fn wgmma_read(
     // `join_members` advanced each member's own clock past the joined one.
     let clock = race.clock(first) - 1;
     race.access(first, clock, i, len, Kind::Wgmma, loc, record)
+}
+
+/// An asynchronous unit reads `[i, i + len)` on behalf of `thread` (for instance a
+/// tcgen05.mma operand). At issue (`record` false) every write to it must be ordered
+/// before now; at completion (`record` true) the read is remembered at the issuer's clock
+/// then, so the arrival that reports the completion (`tcgen05.commit` through
+/// [`mbarrier_signal`]) releases it, and a later write must be ordered after that.
+#[allow(dead_code)] // for the tcgen05 models
+pub(crate) fn async_read(
+    st: &mut CtaState,
+    thread: u32,
+    i: usize,
+    len: usize,
+    loc: Loc,
+    record: bool,
+) -> Result<(), String> {
+    let Some(race) = st.race.as_deref_mut() else { return Ok(()) };
+    let clock = race.clock(thread);
+    race.access(thread, clock, i, len, Kind::AsyncRead, loc, record)
 }
 
 /// Runs `f` on the mbarrier at `addr` (which must exist) as one operation that may

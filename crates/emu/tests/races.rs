@@ -7,7 +7,7 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use emu::ops::{barrier, bulk, cp_async, fence, mbarrier, memory, special, wgmma};
+use emu::ops::{barrier, bulk, cp_async, fence, mbarrier, memory, special, warp, wgmma};
 use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig, Options, Stats};
 
 // ---------------------------------------------------------------------------------------
@@ -224,6 +224,56 @@ fn bar_arrive_does_not_acquire() {
             seed,
         );
         expect_race(&e, seed, &[&store.at(), &load.at()]);
+    }
+}
+
+/// Within a warp, a collective (`shfl.sync`, `elect.sync`) orders its lanes: lane 0's
+/// store before it is ordered before lane 5's load after it.
+#[test]
+fn warp_collectives_order_their_lanes() {
+    for seed in SCHEDULES {
+        run(&GlobalMemory::new(), 64, 64, seed, || {
+            let t = tid();
+            if t == 0 {
+                memory::st_shared::<u32>(smem(), 1);
+            }
+            if t < 32 {
+                let _ = warp::shfl_sync_idx(t, 0);
+            }
+            if t == 5 {
+                let _ = memory::ld_shared::<u32>(smem());
+            }
+            if (32..64).contains(&t) {
+                let (_, elected) = warp::elect_sync(u32::MAX);
+                if elected {
+                    memory::st_shared::<u32>(smem() + 4, 2);
+                }
+                let _ = warp::elect_sync(u32::MAX);
+                let _ = memory::ld_shared::<u32>(smem() + 4);
+            }
+        })
+        .unwrap_or_else(|e| panic!("schedule {seed:?}: {e}"));
+    }
+}
+
+/// ... but not across warps: warp 1's shuffle orders nothing with warp 0's store.
+#[test]
+fn a_collective_of_another_warp_orders_nothing() {
+    for seed in SCHEDULES {
+        let e = failure(
+            run(&GlobalMemory::new(), 64, 64, seed, || {
+                let t = tid();
+                if t == 0 {
+                    memory::st_shared::<u32>(smem(), 1);
+                }
+                if t >= 32 {
+                    let _ = warp::shfl_sync_idx(t, 0);
+                    let _ = memory::ld_shared::<u32>(smem());
+                }
+            }),
+            seed,
+        );
+        expect_race(&e, seed, &["thread 0", "0x400"]);
     }
 }
 
