@@ -488,3 +488,43 @@ pub(crate) fn mbarrier_signal<T>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Kind, Race};
+
+    fn loc() -> crate::report::Loc {
+        std::panic::Location::caller()
+    }
+
+    /// Concurrent reads form a set; collecting unreferenced sets keeps the live ones
+    /// intact, and a write unordered with any read of a set is still reported.
+    #[test]
+    fn read_sets_survive_collection() {
+        let mut r = Race::new(4, 0x400, 16);
+        for t in 0..3 {
+            let c = r.clock(t);
+            r.access(t, c, 0, 16, Kind::Read, loc(), true).unwrap();
+        }
+        // Bytes 0..8 are overwritten by thread 3 after it acquires everything; 8..16 keep
+        // the set of three reads.
+        let all: Vec<u32> = (0..3).flat_map(|t| r.vc(t).to_vec()).collect();
+        for t in 0..3 {
+            let clock = all[t * 4..t * 4 + 4].to_vec();
+            r.acquire(3, &clock);
+        }
+        let c = r.clock(3);
+        r.access(3, c, 0, 8, Kind::Write, loc(), true).unwrap();
+        let garbage = r.sets.len();
+        assert!(garbage >= 2, "two concurrent reads make a set");
+        r.collect_sets();
+        assert_eq!(r.sets.len(), 1, "only the set bytes 8..16 still refer to survives");
+        // Thread 0 knows nothing of threads 1 and 2: its write races with their reads.
+        let c = r.clock(0);
+        let e = r.access(0, c, 8, 8, Kind::Write, loc(), true).unwrap_err();
+        assert!(e.contains("thread 0 (warp 0) writes shared 0x408") && e.contains("'s read"), "{e}");
+        // Thread 3 acquired all three reads: its write of them is ordered.
+        let c = r.clock(3);
+        r.access(3, c, 8, 8, Kind::Write, loc(), true).unwrap();
+    }
+}
