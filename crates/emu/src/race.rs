@@ -369,13 +369,10 @@ impl Exec {
     /// shared memory) by this thread; fails the launch on a race.
     pub(crate) fn shared_access(mut self, i: usize, len: usize, kind: Kind) -> Exec {
         let (me, loc) = (self.me, self.loc);
-        if let Some(race) = self.st.race.as_deref_mut() {
-            let clock = race.clock(me);
-            if let Err(message) = race.access(me, clock, i, len, kind, loc, true) {
-                self.fail(ErrorKind::DataRace, message);
-            }
+        match access(&mut self.st, me, i, len, kind, loc) {
+            Ok(()) => self,
+            Err(message) => self.fail(ErrorKind::DataRace, message),
         }
-        self
     }
 
     /// An asynchronous write this thread issues into `[i, i + len)`: it may land any time
@@ -390,6 +387,16 @@ impl Exec {
         }
         self
     }
+}
+
+/// An access of `[i, i + len)` by `thread` now, at its current clock: checked, then
+/// remembered. For instructions that touch shared memory outside `ld`/`st` (for
+/// instance `tcgen05.alloc` writing the allocated address, on behalf of its warp: any
+/// member will do, the collective joined them).
+pub(crate) fn access(st: &mut CtaState, thread: u32, i: usize, len: usize, kind: Kind, loc: Loc) -> Result<(), String> {
+    let Some(race) = st.race.as_deref_mut() else { return Ok(()) };
+    let clock = race.clock(thread);
+    race.access(thread, clock, i, len, kind, loc, true)
 }
 
 /// An asynchronous write into `[i, i + len)` completing now, attributed to `thread` (its
