@@ -82,6 +82,27 @@ const SET_ENTRIES_LIMIT: usize = 1 << 20;
 struct Phases {
     current: Vec<u32>,
     completed: Vec<u32>,
+    /// The mbarrier's phase number when `current` started to be assembled.
+    phase: u64,
+}
+
+impl Phases {
+    fn new(n: usize) -> Phases {
+        Phases { current: vec![0; n], completed: vec![0; n], phase: 0 }
+    }
+
+    /// Catches up with the mbarrier's phase number `phase`: if it moved on (through
+    /// [`mbarrier_signal`], or an arrival that bypassed it), the phase being assembled
+    /// has completed.
+    fn sync(&mut self, phase: u64) -> bool {
+        if phase == self.phase {
+            return false;
+        }
+        let n = self.current.len();
+        self.completed = std::mem::replace(&mut self.current, vec![0; n]);
+        self.phase = phase;
+        true
+    }
 }
 
 /// The happens-before state of one CTA.
@@ -197,16 +218,18 @@ impl Race {
 
     /// `mbarrier.init` at `addr`: a fresh object with nothing released into it.
     pub fn mbarrier_init(&mut self, addr: u32) {
-        self.phases.insert(addr, Phases { current: vec![0; self.n], completed: vec![0; self.n] });
+        self.phases.insert(addr, Phases::new(self.n));
     }
 
     fn phases(&mut self, addr: u32) -> &mut Phases {
         let n = self.n;
-        self.phases.entry(addr).or_insert_with(|| Phases { current: vec![0; n], completed: vec![0; n] })
+        self.phases.entry(addr).or_insert_with(|| Phases::new(n))
     }
 
-    /// Thread `t` observed the last completed phase of the mbarrier at `addr`.
-    pub fn mbarrier_acquire(&mut self, addr: u32, t: u32) {
+    /// Thread `t` observed the last completed phase of the mbarrier at `addr`, whose
+    /// phase number is now `phase`.
+    pub fn mbarrier_acquire(&mut self, addr: u32, phase: u64, t: u32) {
+        self.phases(addr).sync(phase);
         let clock = std::mem::take(&mut self.phases(addr).completed);
         self.acquire(t, &clock);
         self.phases(addr).completed = clock;
@@ -471,19 +494,19 @@ pub(crate) fn mbarrier_signal<T>(
         return Err(format!("no mbarrier was initialised at shared address {addr:#x}"));
     };
     let before = m.phase;
-    if let (Some(race), Some(t)) = (st.race.as_deref_mut(), release_by) {
-        let mut current = std::mem::take(&mut race.phases(addr).current);
-        race.release(t, &mut current);
-        race.phases(addr).current = current;
+    if let Some(race) = st.race.as_deref_mut() {
+        race.phases(addr).sync(before);
+        if let Some(t) = release_by {
+            let mut current = std::mem::take(&mut race.phases(addr).current);
+            race.release(t, &mut current);
+            race.phases(addr).current = current;
+        }
     }
     let out = f(m)?;
-    if m.phase != before
-        && let Some(race) = st.race.as_deref_mut()
+    if let Some(race) = st.race.as_deref_mut()
+        && race.phases(addr).sync(m.phase)
     {
-        let n = race.n;
-        let p = race.phases(addr);
-        p.completed = std::mem::replace(&mut p.current, vec![0; n]);
-        let completed = p.completed.clone();
+        let completed = race.phases(addr).completed.clone();
         for (t, state) in st.threads.iter().enumerate() {
             if let ThreadState::Blocked { wait: Wait::Mbarrier { addr: a, parity }, .. } = *state
                 && a == addr

@@ -175,8 +175,10 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
         acquire(&mut ex, addr);
         return true;
     }
-    // Acquires when the phase completes (see `race::mbarrier_signal`).
-    drop(ex.block(Wait::Mbarrier { addr, parity: parity & 1 }));
+    // Acquires when the phase completes (see `race::mbarrier_signal`), and again now
+    // (the same phase, unless an arrival bypassed `mbarrier_signal`).
+    let mut ex = ex.block(Wait::Mbarrier { addr, parity: parity & 1 });
+    acquire(&mut ex, addr);
     true
 }
 
@@ -200,7 +202,8 @@ pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
 /// was released into it.
 fn acquire(ex: &mut Exec, addr: u32) {
     let me = ex.me;
+    let phase = ex.st.mbarriers[&addr].phase;
     if let Some(race) = ex.st.race.as_deref_mut() {
-        race.mbarrier_acquire(addr, me);
+        race.mbarrier_acquire(addr, phase, me);
     }
 }
