@@ -28,9 +28,17 @@
 //!   write to them must be ordered before it) and recorded at the `wgmma.wait_group` that
 //!   completes it (a later write must be ordered after that wait).
 //!
+//! Approximations: an asynchronous unit's arrival releases its issuer's clock at the
+//! unit's completion, so it also covers what the issuer did after issuing it (possible
+//! missed races, never false ones); a waiter that falls a whole phase behind acquires the
+//! latest completed phase.
+//!
 //! Not modelled: fences alone (`fence.acq_rel`, `membar`) create no edge (the emulator
-//! has no atomics or volatile flags to pair them with); global memory is not tracked;
-//! mbarrier objects are synchronisation objects, not data.
+//! has no atomics or volatile flags to pair them with); global and tensor memory are not
+//! tracked; mbarrier objects are synchronisation objects, not data.
+//!
+//! Cost: one vector clock per thread (threads² words per CTA), 16 bytes of shadow per
+//! shared byte, and per access a check of each byte touched.
 
 use std::collections::HashMap;
 
