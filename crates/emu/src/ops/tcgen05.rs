@@ -521,6 +521,9 @@ pub fn alloc(dst: u32, columns: u32) {
                 unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
                 unit.allocations.insert(column, Allocation { columns, loc });
                 store_address(&mut ex.st.smem, dst, column)?;
+                // A write on behalf of the whole warp (see `race::collective_write`).
+                let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
+                crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
                 out.iter_mut().for_each(|o| *o = 1);
                 Ok(())
             });
@@ -656,6 +659,13 @@ fn claim_chunks(ex: Exec, chunks: &[u32], which: &str, desc: u64) -> Exec {
         ex.fail(ErrorKind::Unsupported, message);
     }
     let mut ex = ex;
+    // Every write of the operand must happen before the issue (data-race detection).
+    let (me, loc) = (ex.me, ex.loc);
+    for &addr in chunks {
+        let i = (addr - ex.st.smem.base) as usize;
+        let r = crate::race::async_read(&mut ex.st, me, i, 16, loc, false).map_err(|m| (ErrorKind::DataRace, m));
+        ex = ex.check(r).0;
+    }
     let smem = &mut ex.st.smem;
     for &addr in chunks {
         let i = (addr - smem.base) as usize;
@@ -813,8 +823,8 @@ fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
             EmuError::new(ErrorKind::Mbarrier, "tcgen05.commit", format!("mbarrier {:#x}: {m}", c.mbarrier))
                 .at(thread, c.loc)
         };
-        let m = st.mbarriers.get_mut(&c.mbarrier).ok_or_else(|| fail("no longer exists".into()))?;
-        m.arrive(1).map_err(fail)?;
+        // The arrival releases the issuing thread's accesses, the completed reads included.
+        crate::race::mbarrier_signal(st, c.mbarrier, Some(thread), |m| m.arrive(1)).map_err(fail)?;
     }
 }
 
@@ -822,6 +832,12 @@ fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
 pub(crate) fn complete_oldest(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
     let Some(op) = st.tcgen05.threads[thread as usize].ops.pop_front() else { return Ok(()) };
     let result = execute(st, &op);
+    // The reads are remembered at the issuer's clock now, so the commit's arrival releases them.
+    for addr in op.smem_chunks() {
+        let i = (addr - st.smem.base) as usize;
+        crate::race::async_read(st, thread, i, 16, op.loc, true)
+            .map_err(|m| EmuError::new(ErrorKind::DataRace, op.name(), m).at(thread, op.loc))?;
+    }
     let smem = &mut st.smem;
     for addr in op.smem_chunks() {
         let i = (addr - smem.base) as usize;
