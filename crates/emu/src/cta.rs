@@ -143,6 +143,8 @@ pub(crate) struct Cta<'g> {
     pub ntid: [u32; 3],
     pub state: Mutex<CtaState>,
     pub wake: Vec<Condvar>,
+    /// The instruction site this launch drops (fault injection, see `crate::faults`).
+    pub drop: Option<crate::faults::Site>,
 }
 
 impl<'g> Cta<'g> {
@@ -180,6 +182,7 @@ impl<'g> Cta<'g> {
                 sched: crate::sched::Sched::new(None, 0),
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
+            drop: None,
         }
     }
 

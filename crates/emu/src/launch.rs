@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use crate::cta::{Abort, Cta};
+use crate::faults::Site;
 use crate::memory::GlobalMemory;
 use crate::ops;
 use crate::report::{EmuError, ErrorKind};
@@ -41,6 +42,9 @@ pub struct Options {
     /// instruction boundaries and woken in random order, reproducibly for a given seed.
     /// `None` (the default) is the plain round-robin baton.
     pub seed: Option<u64>,
+    /// Fault injection: every execution of this droppable instruction site becomes a
+    /// no-op (see [`crate::faults`]). `None` runs the kernel as written.
+    pub drop: Option<Site>,
 }
 
 impl Default for Options {
@@ -50,6 +54,7 @@ impl Default for Options {
             stack_bytes: 2 << 20,
             detect_races: true,
             seed: None,
+            drop: None,
         }
     }
 }
@@ -62,6 +67,9 @@ pub struct Stats {
     /// Executed instructions by mnemonic (only those that reach the emulator: loads,
     /// stores, synchronisation, async units, conversions; not plain integer arithmetic).
     pub instructions: BTreeMap<&'static str, u64>,
+    /// Executions of [droppable](crate::faults::DROPPABLE) instructions by call site: the
+    /// sites a fault-injection run may drop.
+    pub sites: BTreeMap<Site, u64>,
 }
 
 /// Runs `kernel` once per thread of every CTA of `config`, with `global` as device memory.
@@ -111,11 +119,14 @@ pub fn launch_with<F: Fn() + Sync>(
                     let outcome = run_cta(global, &config, options, index, ctaid, &pool);
                     let mut r = result.lock().unwrap_or_else(|e| e.into_inner());
                     match outcome {
-                        Ok(counts) => {
+                        Ok((counts, sites)) => {
                             r.0.ctas += 1;
                             r.0.threads += threads;
                             for (k, v) in counts {
                                 *r.0.instructions.entry(k).or_insert(0) += v;
+                            }
+                            for (k, v) in sites {
+                                *r.0.sites.entry(k).or_insert(0) += v;
                             }
                         }
                         Err(e) => {
@@ -141,7 +152,7 @@ pub fn launch_with<F: Fn() + Sync>(
 /// a host thread costs more than most emulated threads do).
 struct ThreadPool {
     jobs: Vec<mpsc::Sender<Job>>,
-    done: mpsc::Receiver<BTreeMap<&'static str, u64>>,
+    done: mpsc::Receiver<ops::Executed>,
 }
 
 /// "Run emulated thread `me` of this CTA": a pointer, because the CTA lives on the
@@ -196,17 +207,22 @@ fn run_cta(
     index: u64,
     ctaid: [u32; 3],
     pool: &ThreadPool,
-) -> Result<BTreeMap<&'static str, u64>, EmuError> {
-    let cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
+) -> Result<ops::Executed, EmuError> {
+    let mut cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
+    cta.drop = options.drop;
     cta.instrument(options.detect_races, crate::sched::Sched::new(options.seed, index));
     let ptr: *const Cta<'static> = (&cta as *const Cta<'_>).cast();
     for (me, job) in pool.jobs.iter().enumerate() {
         job.send(Job { cta: ptr, me: me as u32 }).expect("emulator host thread alive");
     }
-    let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut totals: ops::Executed = Default::default();
     for _ in 0..pool.jobs.len() {
-        for (k, v) in pool.done.recv().expect("emulator host thread alive") {
-            *totals.entry(k).or_insert(0) += v;
+        let (counts, sites) = pool.done.recv().expect("emulator host thread alive");
+        for (k, v) in counts {
+            *totals.0.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in sites {
+            *totals.1.entry(k).or_insert(0) += v;
         }
     }
     let mut st = cta.lock();
@@ -256,8 +272,8 @@ fn run_cta(
     Ok(totals)
 }
 
-/// Runs emulated thread `me` of `cta` on this host thread; returns its instruction counts.
-fn run_thread(cta: &Cta<'_>, me: u32, kernel: &(dyn Fn() + Sync)) -> BTreeMap<&'static str, u64> {
+/// Runs emulated thread `me` of `cta` on this host thread; returns what it executed.
+fn run_thread(cta: &Cta<'_>, me: u32, kernel: &(dyn Fn() + Sync)) -> ops::Executed {
     let body = || {
         drop(cta.wait_for_baton(me, cta.lock()));
         ops::enter(cta, me);

@@ -14,6 +14,7 @@
 //! The emulator knows PTX, not NVFP4: nothing here depends on the kernels' data format.
 
 mod cta;
+pub mod faults;
 mod launch;
 mod memory;
 pub mod model;
@@ -27,4 +28,5 @@ pub use launch::{
 };
 pub use memory::{GlobalMemory, Pod, SHARED_INITIAL_BYTE, UNINITIALISED_BYTE};
 pub use model::tensor_map::TensorMap;
+pub use faults::Site;
 pub use report::{EmuError, ErrorKind, Loc};

@@ -35,7 +35,8 @@ pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sy
     run_body_with(problem, launch, &emu::Options::default(), body)
 }
 
-/// [`run_body`] with explicit emulator options (a seeded schedule, race detection off).
+/// [`run_body`] with explicit emulator options (a seeded schedule, race detection off, a
+/// synchronisation instruction dropped: see [`crate::faults`]).
 pub fn run_body_with(
     problem: &Problem,
     launch: Launch,

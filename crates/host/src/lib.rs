@@ -6,6 +6,7 @@ pub mod device;
 pub mod embedded;
 pub mod emulate;
 pub mod error;
+pub mod faults;
 pub mod gemm;
 pub mod generate;
 pub mod io;

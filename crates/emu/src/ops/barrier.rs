@@ -69,6 +69,9 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
 #[track_caller]
 pub fn sync_all(id: u32) {
     let ex = exec("bar.sync");
+    if ex.dropped() {
+        return;
+    }
     drop(arrive("bar.sync", id, None, true, ex));
 }
 
@@ -76,6 +79,9 @@ pub fn sync_all(id: u32) {
 #[track_caller]
 pub fn sync(id: u32, count: u32) {
     let ex = exec("bar.sync");
+    if ex.dropped() {
+        return;
+    }
     drop(arrive("bar.sync", id, Some(count), true, ex));
 }
 
@@ -83,5 +89,8 @@ pub fn sync(id: u32, count: u32) {
 #[track_caller]
 pub fn arrive_only(id: u32, count: u32) {
     let ex = exec("bar.arrive");
+    if ex.dropped() {
+        return;
+    }
     drop(arrive("bar.arrive", id, Some(count), false, ex));
 }

@@ -84,6 +84,9 @@ pub fn copy(dst: u32, src: u64, size: u32, src_size: u32) {
 #[track_caller]
 pub fn commit_group() {
     let mut ex = exec("cp.async.commit_group");
+    if ex.dropped() {
+        return;
+    }
     let me = ex.me as usize;
     let copies = &mut ex.st.copies[me];
     let group = std::mem::take(&mut copies.uncommitted);
@@ -94,6 +97,9 @@ pub fn commit_group() {
 #[track_caller]
 pub fn wait_group(n: u32) {
     let ex = exec("cp.async.wait_group");
+    if ex.dropped() {
+        return;
+    }
     wait(ex, n as usize);
 }
 
@@ -101,6 +107,9 @@ pub fn wait_group(n: u32) {
 #[track_caller]
 pub fn wait_all() {
     let mut ex = exec("cp.async.wait_all");
+    if ex.dropped() {
+        return;
+    }
     let me = ex.me as usize;
     let copies = &mut ex.st.copies[me];
     let group = std::mem::take(&mut copies.uncommitted);
@@ -132,6 +141,9 @@ pub fn mbarrier_arrive(mbar: u32, noinc: bool) {
     } else {
         "cp.async.mbarrier.arrive.shared::cta.b64"
     });
+    if ex.dropped() {
+        return;
+    }
     let (mut ex, ()) = super::mbarrier::lookup(ex, mbar);
     let me = ex.me as usize;
     if !noinc {

@@ -22,6 +22,7 @@ use std::panic::Location;
 use std::sync::MutexGuard;
 
 use crate::cta::{Cta, CtaState, Scope, Slot, Wait};
+use crate::faults::{Site, is_droppable};
 use crate::report::{EmuError, ErrorKind, Loc};
 
 thread_local! {
@@ -29,6 +30,8 @@ thread_local! {
     static CURRENT: Cell<Option<(*const Cta<'static>, u32)>> = const { Cell::new(None) };
     /// Instructions executed by this thread, merged into the launch's statistics at exit.
     static COUNTS: RefCell<BTreeMap<&'static str, u64>> = const { RefCell::new(BTreeMap::new()) };
+    /// Executions of droppable instructions by site (see `crate::faults`), merged likewise.
+    static SITES: RefCell<BTreeMap<Site, u64>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// Binds this host thread to emulated thread `me` of `cta` for the kernel's duration.
@@ -36,9 +39,12 @@ pub(crate) fn enter(cta: &Cta<'_>, me: u32) {
     CURRENT.with(|c| c.set(Some(((cta as *const Cta<'_>).cast::<Cta<'static>>(), me))));
 }
 
-pub(crate) fn leave() -> BTreeMap<&'static str, u64> {
+/// What one thread executed: instructions by mnemonic, droppable instructions by site.
+pub(crate) type Executed = (BTreeMap<&'static str, u64>, BTreeMap<Site, u64>);
+
+pub(crate) fn leave() -> Executed {
     CURRENT.with(|c| c.set(None));
-    COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut()))
+    (COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut())), SITES.with(|c| std::mem::take(&mut *c.borrow_mut())))
 }
 
 /// Counts one executed instruction of this thread.
@@ -75,6 +81,9 @@ pub(crate) fn exec(instruction: &'static str) -> Exec {
     let loc = Location::caller();
     let (cta, me) = current(instruction);
     count(instruction);
+    if is_droppable(instruction) {
+        SITES.with(|c| *c.borrow_mut().entry(Site { loc, instruction }).or_insert(0) += 1);
+    }
     let mut st = cta.maybe_preempt(me, cta.lock());
     debug_assert_eq!(st.baton, me, "only the baton holder executes instructions");
     if !instruction.starts_with("mbarrier.test_wait") {
@@ -84,6 +93,13 @@ pub(crate) fn exec(instruction: &'static str) -> Exec {
 }
 
 impl Exec {
+    /// Whether this is the site the launch drops (`Options::drop`): the op must then
+    /// return at once with no effect. Only ops listed in `faults::DROPPABLE` may ask.
+    pub fn dropped(&self) -> bool {
+        debug_assert!(is_droppable(self.instruction), "`{}` is not in faults::DROPPABLE", self.instruction);
+        self.cta.drop.is_some_and(|s| s.instruction == self.instruction && s.loc == self.loc)
+    }
+
     /// Aborts the launch with a report blaming this thread and instruction.
     pub fn fail(self, kind: ErrorKind, message: String) -> ! {
         let error = EmuError::new(kind, self.instruction, message).at(self.me, self.loc);

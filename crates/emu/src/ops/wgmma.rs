@@ -89,6 +89,9 @@ fn members(ex: &super::Exec) -> Result<(u32, Vec<u32>), (ErrorKind, String)> {
 #[track_caller]
 pub fn fence() {
     let ex = exec("wgmma.fence.sync.aligned");
+    if ex.dropped() {
+        return;
+    }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
     let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, members, _, _| {
@@ -249,6 +252,9 @@ fn issue(
 #[track_caller]
 pub fn commit_group() {
     let ex = exec("wgmma.commit_group.sync.aligned");
+    if ex.dropped() {
+        return;
+    }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
     let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, _, _, _| {
@@ -264,6 +270,9 @@ pub fn commit_group() {
 #[track_caller]
 pub fn wait_group(n: u32) {
     let ex = exec("wgmma.wait_group.sync.aligned");
+    if ex.dropped() {
+        return;
+    }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
     let slot = Slot { a: n as u64, ..Slot::default() };

@@ -1,0 +1,88 @@
+//! Fault injection: every fence, wait, arrive, commit and barrier of each tensor-core
+//! kernel is dropped in turn, and each drop must be caught under emulation, by a report
+//! or by a wrong output. This is the proof that the emulator, the only judge of kernels
+//! no machine here can run, notices missing synchronisation.
+//!
+//! Run with `--nocapture` to see each kernel's table (site, instruction, outcome).
+//!
+//! A kernel is one [`Case`]; adding one is a `#[test]` of three lines at the bottom.
+
+use host::faults::{Campaign, Trial, campaign};
+use host::generate::{Distribution, generate};
+use kernel::{GemmArgs, Launch};
+
+/// A site whose drop may go unnoticed, and why that is correct.
+struct Allowed {
+    /// The mnemonic, as in the table.
+    instruction: &'static str,
+    /// A piece of the site's source line that identifies it.
+    source: &'static str,
+    /// Why the kernel is still correct without it (checked by a reader, so be precise).
+    #[allow(dead_code)]
+    reason: &'static str,
+}
+
+/// One kernel and the problem its faults are injected on.
+struct Case {
+    name: &'static str,
+    /// Small, but every pipeline ring must wrap at least twice and M and N must have
+    /// tails, so that every site runs in every role it has.
+    shape: &'static str,
+    launch: fn(u32, u32, u32) -> Launch,
+    body: fn(&GemmArgs),
+    /// Sites whose drop goes unnoticed on purpose (empty unless explained).
+    allowed: &'static [Allowed],
+}
+
+fn check(case: Case) {
+    let problem = generate(case.shape.parse().unwrap(), Distribution::GpuMode, 11);
+    let s = problem.shape;
+    let start = std::time::Instant::now();
+    let result = campaign(case.name, &problem, (case.launch)(s.m, s.n, s.l), case.body)
+        .unwrap_or_else(|e| panic!("{} on {}: {e}", case.name, case.shape));
+    println!("{result}");
+    println!("  ({:.2} s in all)", start.elapsed().as_secs_f64());
+    assert!(!result.trials.is_empty(), "{}: the clean run executed no droppable instruction", case.name);
+    verdict(&case, &result);
+}
+
+fn verdict(case: &Case, result: &Campaign) {
+    let allowed = |t: &Trial| {
+        case.allowed.iter().position(|a| a.instruction == t.site.instruction && t.source().contains(a.source))
+    };
+    let unexplained: Vec<String> = result
+        .undetected()
+        .filter(|t| allowed(t).is_none())
+        .map(|t| format!("{} ({})", t.site, t.source()))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "{}: dropping these sites went unnoticed (neither a report nor a wrong output): {unexplained:#?}\n\
+         Either the emulator misses a rule (fix it, with a detector test) or the instruction is redundant \
+         (explain why in the case's allow-list).",
+        case.name
+    );
+    // An allow-list entry must still name an undetected site: stale excuses are errors.
+    for (i, a) in case.allowed.iter().enumerate() {
+        assert!(
+            result.undetected().any(|t| allowed(t) == Some(i)),
+            "{}: allow-list entry `{}` / {:?} matches no undetected site (remove it)",
+            case.name,
+            a.instruction,
+            a.source
+        );
+    }
+}
+
+#[test]
+fn sm90_every_dropped_synchronisation_is_caught() {
+    // 2 x 2 tiles with M and N tails, 10 k-steps: the fp16 ring (4 stages) wraps twice
+    // and a half, the raw cp.async ring (3 slots) three times.
+    check(Case {
+        name: "sm90",
+        shape: "192x200x640",
+        launch: kernel::sm90::launch,
+        body: kernel::sm90::gemm::<kernel::sm90::Correct>,
+        allowed: &[],
+    });
+}
