@@ -145,6 +145,8 @@ pub(crate) struct Cta<'g> {
     pub wake: Vec<Condvar>,
     /// The instruction site this launch drops (fault injection, see `crate::faults`).
     pub drop: Option<crate::faults::Site>,
+    /// The order in which threads take the baton.
+    pub schedule: crate::launch::Schedule,
 }
 
 impl<'g> Cta<'g> {
@@ -183,6 +185,7 @@ impl<'g> Cta<'g> {
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
             drop: None,
+            schedule: crate::launch::Schedule::RoundRobin,
         }
     }
 
@@ -265,7 +268,7 @@ impl<'g> Cta<'g> {
             let report = deadlock_report(&st);
             self.abort(st, EmuError::new(ErrorKind::Deadlock, "(scheduler)", report));
         }
-        if let Some(next) = next_runnable(&mut st, me).filter(|&t| t != me) {
+        if let Some(next) = next_runnable(&mut st, me, self.schedule, true).filter(|&t| t != me) {
             st.threads[next as usize] = ThreadState::Runnable;
             st.baton = next;
             self.wake[next as usize].notify_one();
@@ -308,7 +311,7 @@ impl<'g> Cta<'g> {
     /// asynchronous work if nothing can run, and reporting a deadlock if still nothing can.
     fn pass_baton<'a>(&'a self, me: u32, mut st: MutexGuard<'a, CtaState>) -> MutexGuard<'a, CtaState> {
         loop {
-            if let Some(next) = next_runnable(&mut st, me) {
+            if let Some(next) = next_runnable(&mut st, me, self.schedule, false) {
                 st.threads[next as usize] = ThreadState::Runnable;
                 st.baton = next;
                 if next != me {
@@ -342,13 +345,22 @@ pub(crate) fn satisfied(st: &CtaState, wait: &Wait) -> bool {
     }
 }
 
-/// The next thread to run: the first runnable one from where the schedule starts
-/// looking (right after `me`, round robin, without a seed), `me` itself last.
-fn next_runnable(st: &mut CtaState, me: u32) -> Option<u32> {
+/// The next thread to run after `me`: the first runnable one from where the schedule
+/// starts looking (right after `me`, round robin, without a seed), `me` itself last.
+/// Under [`Schedule::HighestFirst`](crate::launch::Schedule) the highest-numbered runnable
+/// thread instead, except when `me` yields after a futile poll (`polling`): then the
+/// search goes down from `me`, round robin, so pollers cannot starve other threads.
+fn next_runnable(st: &mut CtaState, me: u32, schedule: crate::launch::Schedule, polling: bool) -> Option<u32> {
     let n = st.threads.len() as u32;
     let start = st.sched.start(me, n);
-    let mut order = (0..n).map(|i| (start + i) % n).filter(|&t| t != me).chain(std::iter::once(me));
-    order.find(|&t| match &st.threads[t as usize] {
+    let order: Vec<u32> = match schedule {
+        crate::launch::Schedule::RoundRobin => {
+            (0..n).map(|i| (start + i) % n).filter(|&t| t != me).chain(std::iter::once(me)).collect()
+        }
+        crate::launch::Schedule::HighestFirst if polling => (1..=n).map(|i| (me + n - i) % n).collect(),
+        crate::launch::Schedule::HighestFirst => (0..n).rev().collect(),
+    };
+    order.into_iter().find(|&t| match &st.threads[t as usize] {
         ThreadState::Runnable => true,
         ThreadState::Blocked { wait, .. } => satisfied(st, wait),
         ThreadState::Exited => false,

@@ -45,6 +45,31 @@ pub struct Options {
     /// Fault injection: every execution of this droppable instruction site becomes a
     /// no-op (see [`crate::faults`]). `None` runs the kernel as written.
     pub drop: Option<Site>,
+    /// The order in which each CTA's threads take turns.
+    pub schedule: Schedule,
+}
+
+/// Which thread runs next. One thread of a CTA runs at a time and keeps running until it
+/// blocks (or exits); then the schedule picks the next runnable thread. A correct kernel
+/// gives the same result under every schedule, but each one hides some ordering bugs:
+/// under [`RoundRobin`](Schedule::RoundRobin), thread 0 starts and the low-numbered
+/// threads (often the producers) run far ahead, so a consumer that forgot to wait finds
+/// the data already there. [`HighestFirst`](Schedule::HighestFirst) runs high-numbered
+/// threads first whenever they can run, so that consumer reads before the producer
+/// wrote, and a thread that uses what thread 0 sets up without a barrier in between
+/// finds it missing. (A thread that yields after a futile `test_wait` poll passes the
+/// baton round-robin under both, so pollers cannot starve the others.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Thread 0 starts; the baton passes to the next higher index (wrapping around).
+    #[default]
+    RoundRobin,
+    /// The last thread starts; the baton passes to the highest-numbered runnable thread.
+    HighestFirst,
+}
+
+impl Schedule {
+    pub const ALL: [Schedule; 2] = [Schedule::RoundRobin, Schedule::HighestFirst];
 }
 
 impl Default for Options {
@@ -55,6 +80,7 @@ impl Default for Options {
             detect_races: true,
             seed: None,
             drop: None,
+            schedule: Schedule::RoundRobin,
         }
     }
 }
@@ -211,6 +237,10 @@ fn run_cta(
     let mut cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
     cta.drop = options.drop;
     cta.instrument(options.detect_races, crate::sched::Sched::new(options.seed, index));
+    cta.schedule = options.schedule;
+    if options.schedule == Schedule::HighestFirst {
+        cta.lock().baton = cta.threads() - 1;
+    }
     let ptr: *const Cta<'static> = (&cta as *const Cta<'_>).cast();
     for (me, job) in pool.jobs.iter().enumerate() {
         job.send(Job { cta: ptr, me: me as u32 }).expect("emulator host thread alive");

@@ -1,12 +1,15 @@
 //! Fault injection: drop each synchronisation instruction of a kernel in turn and check
 //! that the emulator notices.
 //!
-//! A kernel body runs once as written on a small problem (it must match the reference
-//! bit for bit); that run lists every call site of a droppable instruction it executed
-//! (fences, waits, arrives, commits, barriers: [`emu::faults::DROPPABLE`]). Then, for
-//! each site, the kernel runs again with every execution of that instruction at that
-//! site turned into a no-op, and the outcome is classified: the emulator reported a
-//! broken rule, the kernel finished with a wrong C, or neither (the drop went unnoticed).
+//! A kernel body runs as written on a small problem (it must match the reference bit for
+//! bit); that run lists every call site of a droppable instruction it executed (fences,
+//! waits, arrives, commits, barriers: [`emu::faults::DROPPABLE`]). Then, for each site,
+//! the kernel runs again with every execution of that instruction at that site turned
+//! into a no-op, and the outcome is classified: the emulator reported a broken rule, the
+//! kernel finished with a wrong C, or neither (the drop went unnoticed). Every run is
+//! done under each thread [`Schedule`](emu::Schedule): a missing wait that one order of
+//! the threads hides, the other exposes; a drop counts as caught when any schedule
+//! catches it.
 //! A synchronisation instruction that can be removed without either is redundant in the
 //! kernel, or is one the emulator does not check: both deserve a close look.
 
@@ -67,11 +70,18 @@ pub struct Trial {
     pub site: emu::Site,
     /// Executions of the site in the clean run (all threads, all CTAs).
     pub executions: u64,
-    pub outcome: Outcome,
+    /// The outcome under each schedule, in the order of [`emu::Schedule::ALL`].
+    pub outcomes: Vec<(emu::Schedule, Outcome)>,
+    /// Wall time of all its runs.
     pub wall: Duration,
 }
 
 impl Trial {
+    /// Whether some schedule caught the drop.
+    pub fn detected(&self) -> bool {
+        self.outcomes.iter().any(|(_, o)| o.detected())
+    }
+
     /// The kernel source line of the site, trimmed (empty when the file cannot be read).
     pub fn source(&self) -> String {
         source_line(self.site.loc).unwrap_or_default()
@@ -91,7 +101,7 @@ pub struct Campaign {
 impl Campaign {
     /// The trials whose drop went unnoticed.
     pub fn undetected(&self) -> impl Iterator<Item = &Trial> {
-        self.trials.iter().filter(|t| !t.outcome.detected())
+        self.trials.iter().filter(|t| !t.detected())
     }
 }
 
@@ -102,15 +112,22 @@ impl fmt::Display for Campaign {
         let total: Duration = self.trials.iter().map(|t| t.wall).sum();
         writeln!(
             f,
-            "{} on {}: {} droppable sites; clean run {:.2} s, {} faulty runs {:.2} s",
+            "{} on {}: {} droppable sites; clean runs {:.2} s, {} faulty runs {:.2} s",
             self.kernel,
             self.shape,
             self.trials.len(),
             self.clean_wall.as_secs_f64(),
-            self.trials.len(),
+            self.trials.iter().map(|t| t.outcomes.len()).sum::<usize>(),
             total.as_secs_f64()
         )?;
-        let rows: Vec<[String; 5]> = self
+        let cell = |o: &Outcome| {
+            let text = o.to_string();
+            match text.char_indices().nth(OUTCOME_CHARS) {
+                Some((i, _)) => format!("{}…", &text[..i]),
+                None => text,
+            }
+        };
+        let rows: Vec<[String; 6]> = self
             .trials
             .iter()
             .map(|t| {
@@ -123,22 +140,32 @@ impl fmt::Display for Campaign {
                     source,
                     t.site.instruction.to_string(),
                     t.executions.to_string(),
-                    t.outcome.to_string(),
+                    t.outcomes.first().map(|(_, o)| cell(o)).unwrap_or_default(),
+                    t.outcomes.get(1).map(|(_, o)| cell(o)).unwrap_or_default(),
                 ]
             })
             .collect();
-        let header = ["site", "source", "instruction", "runs", "outcome when dropped"].map(String::from);
+        let header = [
+            "site",
+            "source",
+            "instruction",
+            "execs",
+            "dropped, round-robin schedule",
+            "dropped, highest-first schedule",
+        ]
+        .map(String::from);
         let widths: Vec<usize> =
-            (0..4).map(|c| rows.iter().chain([&header]).map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+            (0..5).map(|c| rows.iter().chain([&header]).map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         for row in [&header].into_iter().chain(&rows) {
-            let [site, source, instruction, runs, outcome] = row;
+            let [site, source, instruction, runs, round_robin, highest_first] = row;
             writeln!(
                 f,
-                "  {site:<w0$}  {source:<w1$}  {instruction:<w2$}  {runs:>w3$}  {outcome}",
+                "  {site:<w0$}  {source:<w1$}  {instruction:<w2$}  {runs:>w3$}  {round_robin:<w4$}  {highest_first}",
                 w0 = widths[0],
                 w1 = widths[1],
                 w2 = widths[2],
-                w3 = widths[3]
+                w3 = widths[3],
+                w4 = widths[4]
             )?;
         }
         Ok(())
@@ -154,10 +181,28 @@ impl fmt::Display for Campaign {
 /// drop (see [`emu::faults::looks_like_sync`]): a fault campaign must not miss one.
 pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<Campaign> {
     let want = reference(problem);
-    let clean = emulate::run_body(problem, launch, &body)?;
-    let c = compare(problem.shape, &clean.c, &want);
-    if !c.bit_exact {
-        return Err(Error::Failed(format!("{kernel} on {}: the clean run is not bit-exact: {c}", problem.shape)));
+    let mut clean_wall = Duration::ZERO;
+    let mut cleans = Vec::new();
+    for schedule in emu::Schedule::ALL {
+        let options = emu::Options { schedule, ..emu::Options::default() };
+        let clean = emulate::run_body_with(problem, launch, &options, &body)?;
+        let c = compare(problem.shape, &clean.c, &want);
+        if !c.bit_exact {
+            return Err(Error::Failed(format!(
+                "{kernel} on {} ({schedule:?} schedule): the clean run is not bit-exact: {c}",
+                problem.shape
+            )));
+        }
+        clean_wall += clean.wall;
+        cleans.push(clean);
+    }
+    let clean = &cleans[0];
+    if let Some(other) = cleans.iter().find(|c| c.stats.sites.keys().ne(clean.stats.sites.keys())) {
+        return Err(Error::Failed(format!(
+            "{kernel}: the schedules executed different sites: {:?} vs {:?}",
+            clean.stats.sites.keys().collect::<Vec<_>>(),
+            other.stats.sites.keys().collect::<Vec<_>>()
+        )));
     }
     let missing: Vec<&str> = clean
         .stats
@@ -174,20 +219,27 @@ pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&
     }
     let mut trials = Vec::new();
     for (&site, &executions) in &clean.stats.sites {
-        let options = emu::Options { drop: Some(site), ..emu::Options::default() };
         let start = Instant::now();
-        let outcome = match emulate::run_body_with(problem, launch, &options, &body) {
-            Err(Error::Emulator(e)) => Outcome::Reported(e),
-            Err(other) => return Err(other),
-            Ok(run) => match differing(&run.c, &want) {
-                0 => Outcome::Undetected,
-                mismatches => Outcome::WrongOutput { mismatches, unwritten: unwritten(&run.c) },
-            },
-        };
-        trials.push(Trial { site, executions, outcome, wall: start.elapsed() });
+        let mut outcomes = Vec::new();
+        for schedule in emu::Schedule::ALL {
+            let options = emu::Options { drop: Some(site), schedule, ..emu::Options::default() };
+            let outcome = match emulate::run_body_with(problem, launch, &options, &body) {
+                Err(Error::Emulator(e)) => Outcome::Reported(e),
+                Err(other) => return Err(other),
+                Ok(run) => match differing(&run.c, &want) {
+                    0 => Outcome::Undetected,
+                    mismatches => Outcome::WrongOutput { mismatches, unwritten: unwritten(&run.c) },
+                },
+            };
+            outcomes.push((schedule, outcome));
+        }
+        trials.push(Trial { site, executions, outcomes, wall: start.elapsed() });
     }
-    Ok(Campaign { kernel: kernel.to_string(), shape: problem.shape, clean_wall: clean.wall, trials })
+    Ok(Campaign { kernel: kernel.to_string(), shape: problem.shape, clean_wall, trials })
 }
+
+/// Characters of an outcome in the table.
+const OUTCOME_CHARS: usize = 72;
 
 /// Elements that are not bit-identical (+0 and -0 equal, any two NaNs equal: the
 /// equality under which the clean run was bit-exact).

@@ -3,11 +3,12 @@
 //! or by a wrong output. This is the proof that the emulator, the only judge of kernels
 //! no machine here can run, notices missing synchronisation.
 //!
-//! Run with `--nocapture` to see each kernel's table (site, instruction, outcome).
+//! Run with `--nocapture` to see each kernel's table (site, instruction, outcome), and
+//! with `FAULTS_DETAIL=1` as well for every report in full.
 //!
 //! A kernel is one [`Case`]; adding one is a `#[test]` of three lines at the bottom.
 
-use host::faults::{Campaign, Trial, campaign};
+use host::faults::{Campaign, Outcome, Trial, campaign};
 use host::generate::{Distribution, generate};
 use kernel::{GemmArgs, Launch};
 
@@ -41,6 +42,16 @@ fn check(case: Case) {
     let result = campaign(case.name, &problem, (case.launch)(s.m, s.n, s.l), case.body)
         .unwrap_or_else(|e| panic!("{} on {}: {e}", case.name, case.shape));
     println!("{result}");
+    if std::env::var_os("FAULTS_DETAIL").is_some() {
+        for t in &result.trials {
+            for (schedule, outcome) in &t.outcomes {
+                match outcome {
+                    Outcome::Reported(e) => println!("{} [{schedule:?}]:\n  {e}\n", t.site),
+                    other => println!("{} [{schedule:?}]:\n  {other}\n", t.site),
+                }
+            }
+        }
+    }
     println!("  ({:.2} s in all)", start.elapsed().as_secs_f64());
     assert!(!result.trials.is_empty(), "{}: the clean run executed no droppable instruction", case.name);
     verdict(&case, &result);
@@ -83,6 +94,18 @@ fn sm90_every_dropped_synchronisation_is_caught() {
         shape: "192x200x640",
         launch: kernel::sm90::launch,
         body: kernel::sm90::gemm::<kernel::sm90::Correct>,
-        allowed: &[],
+        allowed: &[Allowed {
+            instruction: "fence.mbarrier_init.release.cluster",
+            source: "fence::mbarrier_init()",
+            reason: "PTX ISA: fence.mbarrier_init orders prior mbarrier.init operations of the thread \
+                     before later operations of the *async proxy* or of other CTAs of the *cluster* on \
+                     those barriers. In sm90 neither exists: the cluster is one CTA, and every operation \
+                     on its mbarriers is a generic-proxy mbarrier.arrive or try_wait by a CTA thread (no \
+                     bulk/TMA copy signals complete_tx, nothing commits to them). For generic-proxy users \
+                     inside the CTA, the bar.sync right after the inits orders them before every other \
+                     thread's first use (dropping that bar.sync is caught: `no mbarrier was initialised`). \
+                     The emulator demands the fence exactly where PTX does: before an async-proxy \
+                     complete_tx on the barrier (ops/bulk.rs), as a kernel with bulk copies has.",
+        }],
     });
 }
