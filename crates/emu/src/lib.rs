@@ -23,10 +23,11 @@ mod race;
 mod report;
 mod sched;
 
+pub use faults::Site;
 pub use launch::{
-    DYNAMIC_SMEM_BASE, LaunchConfig, MAX_DYNAMIC_SMEM, MAX_THREADS_PER_CTA, Options, Schedule, Stats, launch, launch_with,
+    DYNAMIC_SMEM_BASE, LaunchConfig, MAX_DYNAMIC_SMEM, MAX_THREADS_PER_CTA, Options, Schedule, Stats, launch,
+    launch_with,
 };
 pub use memory::{GlobalMemory, Pod, SHARED_INITIAL_BYTE, UNINITIALISED_BYTE};
 pub use model::tensor_map::TensorMap;
-pub use faults::Site;
 pub use report::{EmuError, ErrorKind, Loc};

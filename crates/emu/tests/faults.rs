@@ -82,8 +82,7 @@ fn a_launch_records_each_droppable_site_it_executed() {
         let (stats, value) = run(&lines, None, schedule).unwrap();
         assert_eq!(value, 42, "{schedule:?}");
         let l = |m: &Mutex<u32>| *m.lock().unwrap();
-        let sites: Vec<(&str, u32, u64)> =
-            stats.sites.iter().map(|(s, &n)| (s.instruction, s.loc.line(), n)).collect();
+        let sites: Vec<(&str, u32, u64)> = stats.sites.iter().map(|(s, &n)| (s.instruction, s.loc.line(), n)).collect();
         assert_eq!(
             sites,
             [

@@ -246,7 +246,9 @@ const OUTCOME_CHARS: usize = 72;
 fn differing(got: &[f16], want: &[f16]) -> u64 {
     got.iter()
         .zip(want)
-        .filter(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()) && !(**g == f16::ZERO && **w == f16::ZERO))
+        .filter(|(g, w)| {
+            g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()) && !(**g == f16::ZERO && **w == f16::ZERO)
+        })
         .count() as u64
 }
 

@@ -61,11 +61,8 @@ fn verdict(case: &Case, result: &Campaign) {
     let allowed = |t: &Trial| {
         case.allowed.iter().position(|a| a.instruction == t.site.instruction && t.source().contains(a.source))
     };
-    let unexplained: Vec<String> = result
-        .undetected()
-        .filter(|t| allowed(t).is_none())
-        .map(|t| format!("{} ({})", t.site, t.source()))
-        .collect();
+    let unexplained: Vec<String> =
+        result.undetected().filter(|t| allowed(t).is_none()).map(|t| format!("{} ({})", t.site, t.source())).collect();
     assert!(
         unexplained.is_empty(),
         "{}: dropping these sites went unnoticed (neither a report nor a wrong output): {unexplained:#?}\n\
