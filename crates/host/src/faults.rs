@@ -51,6 +51,20 @@ impl fmt::Display for Outcome {
     /// wrong elements.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Outcome::Reported(e) if e.kind == emu::ErrorKind::Deadlock => {
+                // "every live thread is blocked:" then one line per group of threads:
+                // "  threads 0-127 wait at `...` ... at crates/kernel/src/sm90.rs:377".
+                let groups: Vec<String> = e
+                    .message
+                    .lines()
+                    .filter_map(|l| {
+                        let threads = l.trim().strip_prefix("threads ")?.split(" wait at ").next()?;
+                        let at = l.rsplit(" at ").next()?;
+                        Some(format!("{threads} at {}", file_name(at)))
+                    })
+                    .collect();
+                write!(f, "report Deadlock: threads {}", groups.join("; "))
+            }
             Outcome::Reported(e) => {
                 let first = e.message.lines().next().unwrap_or_default();
                 let at = e.location.map(|l| format!(" at {}:{}", file_name(l.file()), l.line())).unwrap_or_default();
@@ -239,7 +253,7 @@ pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&
 }
 
 /// Characters of an outcome in the table.
-const OUTCOME_CHARS: usize = 72;
+const OUTCOME_CHARS: usize = 76;
 
 /// Elements that are not bit-identical (+0 and -0 equal, any two NaNs equal: the
 /// equality under which the clean run was bit-exact).

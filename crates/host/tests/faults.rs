@@ -6,7 +6,24 @@
 //! Run with `--nocapture` to see each kernel's table (site, instruction, outcome), and
 //! with `FAULTS_DETAIL=1` as well for every report in full.
 //!
-//! A kernel is one [`Case`]; adding one is a `#[test]` of three lines at the bottom.
+//! A kernel is one [`Case`]; adding one is one more `#[test]` at the bottom, e.g.
+//!
+//! ```ignore
+//! #[test]
+//! fn sm100_every_dropped_synchronisation_is_caught() {
+//!     check(Case {
+//!         name: "sm100",
+//!         shape: "...", // tails in M and N, every ring wrapped at least twice
+//!         launch: kernel::sm100::launch,
+//!         body: kernel::sm100::gemm::<kernel::sm100::Correct>,
+//!         allowed: &[],
+//!     });
+//! }
+//! ```
+//!
+//! The campaign fails first if the kernel executes a synchronisation instruction that
+//! cannot be dropped (a mnemonic with `fence`, `wait`, `arrive`, `commit`, `bar.` in it
+//! that is not in `emu::faults::DROPPABLE`): its op must opt in (see `emu::faults`).
 
 use host::faults::{Campaign, Outcome, Trial, campaign};
 use host::generate::{Distribution, generate};
