@@ -20,11 +20,15 @@
 //!
 //! # Making an instruction droppable
 //!
-//! Two lines, both required (a debug assertion ties them together):
+//! Two lines, both required:
 //! 1. add its mnemonic (exactly the string its op passes to `exec`) to [`DROPPABLE`];
 //! 2. in the op, right after `let ex = exec("...")`, return without any effect when the
 //!    site is the dropped one: `if ex.dropped() { return; }` (or return the value a
 //!    satisfied wait returns, e.g. `true`).
+//!
+//! Both are checked: `dropped()` on an unlisted mnemonic fails a debug assertion, and a
+//! listed op that never asks `dropped()` when its site is dropped gets an
+//! [`UNHONOURED_DROP`] report at the thread's next instruction.
 //!
 //! For example, the tcgen05 models (`ops/tcgen05.rs`) opt in with
 //! `if ex.dropped() { return; }` in `commit`, `wait_ld`, `fence_before_thread_sync` and
@@ -81,6 +85,13 @@ pub const DROPPABLE: &[&str] = &[
     "bar.sync",
 ];
 
+/// The start of the report when an instruction in [`DROPPABLE`] was dropped but its op
+/// ignored the drop (reported at the thread's next instruction, kind `Unsupported`): a
+/// bug in the emulator, not in the kernel, so a fault campaign must not count it as a
+/// detection.
+pub const UNHONOURED_DROP: &str =
+    "fault injection: this instruction is in emu::faults::DROPPABLE, but its op ignored the drop";
+
 /// Whether `instruction` is in [`DROPPABLE`].
 pub fn is_droppable(instruction: &str) -> bool {
     DROPPABLE.contains(&instruction)
@@ -96,4 +107,27 @@ pub const SYNC_WORDS: &[&str] = &["fence", "wait", "arrive", "commit", "bar.", "
 /// barrier, reported on first use.
 pub fn looks_like_sync(instruction: &str) -> bool {
     !instruction.starts_with("mbarrier.init") && SYNC_WORDS.iter().any(|w| instruction.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UNHONOURED_DROP;
+    use crate::{ErrorKind, GlobalMemory, LaunchConfig, Options, launch, launch_with};
+
+    /// An op in the list that forgets to ask `dropped()` is reported, not silently run.
+    #[test]
+    fn an_op_that_ignores_its_drop_is_reported() {
+        let gm = GlobalMemory::new();
+        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], dynamic_smem: 0 };
+        // A stand-in for a forgetful op: a listed mnemonic, executed without asking.
+        let kernel = || {
+            drop(crate::ops::exec("cp.async.wait_all"));
+            crate::ops::barrier::sync_all(0);
+        };
+        let stats = launch(&gm, config, kernel).unwrap();
+        let site = *stats.sites.keys().find(|s| s.instruction == "cp.async.wait_all").unwrap();
+        let e = launch_with(&gm, config, &Options { drop: Some(site), ..Options::default() }, kernel).unwrap_err();
+        assert_eq!((e.kind, e.instruction, e.location), (ErrorKind::Unsupported, "cp.async.wait_all", Some(site.loc)));
+        assert!(e.message.starts_with(UNHONOURED_DROP), "{e}");
+    }
 }

@@ -238,6 +238,10 @@ pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&
         for schedule in emu::Schedule::ALL {
             let options = emu::Options { drop: Some(site), schedule, ..emu::Options::default() };
             let outcome = match emulate::run_body_with(problem, launch, &options, &body) {
+                // The emulator failed to drop the site: a bug to fix there, not a catch.
+                Err(Error::Emulator(e)) if e.message.starts_with(emu::faults::UNHONOURED_DROP) => {
+                    return Err(Error::Failed(format!("{kernel}: dropping {site}: {e}")));
+                }
                 Err(Error::Emulator(e)) => Outcome::Reported(e),
                 Err(other) => return Err(other),
                 Ok(run) => match differing(&run.c, &want) {

@@ -56,7 +56,11 @@ pub fn mbarrier_init() {
 pub fn acq_rel_cta() {
     // Droppable (`crate::faults`), but with nothing modelled a drop changes nothing
     // either: fault injection reports such a site as undetected.
-    drop(exec("fence.acq_rel.cta"));
+    let ex = exec("fence.acq_rel.cta");
+    if ex.dropped() {
+        return;
+    }
+    drop(ex);
 }
 
 /// `fence.acq_rel.gpu` (`__threadfence()`): global memory under emulation is sequentially

@@ -32,6 +32,9 @@ thread_local! {
     static COUNTS: RefCell<BTreeMap<&'static str, u64>> = const { RefCell::new(BTreeMap::new()) };
     /// Executions of droppable instructions by site (see `crate::faults`), merged likewise.
     static SITES: RefCell<BTreeMap<Site, u64>> = const { RefCell::new(BTreeMap::new()) };
+    /// The dropped site this thread just executed, until its op asks `Exec::dropped`: an
+    /// op that never asks ignores the drop, which the thread's next instruction reports.
+    static UNHONOURED_DROP: Cell<Option<Site>> = const { Cell::new(None) };
 }
 
 /// Binds this host thread to emulated thread `me` of `cta` for the kernel's duration.
@@ -44,6 +47,7 @@ pub(crate) type Executed = (BTreeMap<&'static str, u64>, BTreeMap<Site, u64>);
 
 pub(crate) fn leave() -> Executed {
     CURRENT.with(|c| c.set(None));
+    UNHONOURED_DROP.set(None);
     (COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut())), SITES.with(|c| std::mem::take(&mut *c.borrow_mut())))
 }
 
@@ -81,10 +85,21 @@ pub(crate) fn exec(instruction: &'static str) -> Exec {
     let loc = Location::caller();
     let (cta, me) = current(instruction);
     count(instruction);
-    if is_droppable(instruction) {
-        SITES.with(|c| *c.borrow_mut().entry(Site { loc, instruction }).or_insert(0) += 1);
-    }
     let mut st = cta.maybe_preempt(me, cta.lock());
+    if let Some(site) = UNHONOURED_DROP.take() {
+        let message = format!(
+            "{} (the op must return at once when `ex.dropped()`; see emu::faults)",
+            crate::faults::UNHONOURED_DROP
+        );
+        cta.abort(st, EmuError::new(ErrorKind::Unsupported, site.instruction, message).at(me, site.loc));
+    }
+    if is_droppable(instruction) {
+        let site = Site { loc, instruction };
+        SITES.with(|c| *c.borrow_mut().entry(site).or_insert(0) += 1);
+        if cta.drop == Some(site) {
+            UNHONOURED_DROP.set(Some(site));
+        }
+    }
     debug_assert_eq!(st.baton, me, "only the baton holder executes instructions");
     if !instruction.starts_with("mbarrier.test_wait") {
         st.futile_polls = 0;
@@ -97,7 +112,11 @@ impl Exec {
     /// return at once with no effect. Only ops listed in `faults::DROPPABLE` may ask.
     pub fn dropped(&self) -> bool {
         debug_assert!(is_droppable(self.instruction), "`{}` is not in faults::DROPPABLE", self.instruction);
-        self.cta.drop.is_some_and(|s| s.instruction == self.instruction && s.loc == self.loc)
+        let dropped = self.cta.drop.is_some_and(|s| s.instruction == self.instruction && s.loc == self.loc);
+        if dropped {
+            UNHONOURED_DROP.set(None);
+        }
+        dropped
     }
 
     /// Aborts the launch with a report blaming this thread and instruction.
