@@ -3,11 +3,12 @@
 //! Each CTA thread is a host thread, but only one of them runs at a time: the one that
 //! holds the *baton*. A thread keeps the baton until it blocks (a barrier, an mbarrier
 //! wait, a collective the rest of its warp has not reached) or exits; then the scheduler
-//! hands the baton to the next runnable thread in round-robin order. Running one thread
-//! at a time makes every run reproducible, lets the emulator's state live behind one
-//! uncontended lock, and turns "every live thread is blocked" into a simple test. With a
-//! seed (`sched.rs`) the baton also moves at random instruction boundaries, and the
-//! race detector (`race.rs`) checks what the schedule did not happen to order.
+//! hands the baton to the next runnable thread in round-robin order (or, under
+//! `Schedule::HighestFirst`, to the highest-numbered one). Running one thread at a time
+//! makes every run reproducible, lets the emulator's state live behind one uncontended
+//! lock, and turns "every live thread is blocked" into a simple test. With a seed
+//! (`sched.rs`) the baton also moves at random instruction boundaries, and the race
+//! detector (`race.rs`) checks what the schedule did not happen to order.
 //!
 //! Asynchronous units (copies, tensor-core operations) are completed as late as the PTX
 //! rules allow: at the wait that guarantees them, or, for copies that only an mbarrier
