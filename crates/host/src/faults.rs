@@ -82,7 +82,7 @@ impl fmt::Display for Outcome {
 #[derive(Clone, Debug)]
 pub struct Trial {
     pub site: emu::Site,
-    /// Executions of the site in the clean run (all threads, all CTAs).
+    /// Executions of the site in the clean round-robin run (all threads, all CTAs).
     pub executions: u64,
     /// The outcome under each schedule, in the order of [`emu::Schedule::ALL`].
     pub outcomes: Vec<(emu::Schedule, Outcome)>,
@@ -107,7 +107,7 @@ impl Trial {
 pub struct Campaign {
     pub kernel: String,
     pub shape: Shape,
-    /// Wall time of the clean run.
+    /// Wall time of the clean runs (one per schedule).
     pub clean_wall: Duration,
     pub trials: Vec<Trial>,
 }
@@ -187,7 +187,8 @@ impl fmt::Display for Campaign {
 }
 
 /// Runs `body` (launched as `launch`) on `problem` as written, then once per droppable
-/// site it executed with that site dropped. `kernel` names it in the table.
+/// site it executed with that site dropped; each run once per [`emu::Schedule`].
+/// `kernel` names it in the table.
 ///
 /// Fails if the clean run is not bit-exact against the reference (`problem` should come
 /// from [`Distribution::GpuMode`](crate::generate::Distribution), where every partial
