@@ -32,7 +32,11 @@
 //!
 //! For example, the tcgen05 models (`ops/tcgen05.rs`) opt in with
 //! `if ex.dropped() { return; }` in `commit`, `wait_ld`, `fence_before_thread_sync` and
-//! `fence_after_thread_sync`, whose mnemonics are listed below already.
+//! `fence_after_thread_sync`.
+//!
+//! Not droppable: data movement and computation (copies, `wgmma.mma_async`,
+//! `tcgen05.mma`/`cp`/`ld`), setup (`mbarrier.init`, `tcgen05.alloc`), and atomics
+//! (`atom.*`: dropping one loses data, not only ordering).
 
 use crate::report::Loc;
 
@@ -60,6 +64,7 @@ pub const DROPPABLE: &[&str] = &[
     "fence.proxy.async.shared::cta",
     "fence.mbarrier_init.release.cluster",
     "fence.acq_rel.cta",
+    "fence.acq_rel.gpu",
     "wgmma.fence.sync.aligned",
     "tcgen05.fence::before_thread_sync",
     "tcgen05.fence::after_thread_sync",

@@ -799,6 +799,9 @@ pub fn mma_mxf4nvf4_block_scale_4x(
 #[track_caller]
 pub fn commit(mbar: u32) {
     let ex = exec("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64");
+    if ex.dropped() {
+        return;
+    }
     let (mut ex, ()) = super::mbarrier::lookup(ex, mbar);
     let (me, loc) = (ex.me, ex.loc);
     let q = &mut ex.st.tcgen05.threads[me as usize];
@@ -1043,6 +1046,9 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
 #[track_caller]
 pub fn wait_ld() {
     let ex = exec("tcgen05.wait::ld.sync.aligned");
+    if ex.dropped() {
+        return;
+    }
     let (ex, warp, members) = full_warp(ex);
     let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
         for &m in members {
@@ -1075,6 +1081,9 @@ pub fn wait_ld() {
 #[track_caller]
 pub fn fence_before_thread_sync() {
     let mut ex = exec("tcgen05.fence::before_thread_sync");
+    if ex.dropped() {
+        return;
+    }
     let me = ex.me as usize;
     ex.st.tcgen05.threads[me].ld_unfenced = None;
 }
@@ -1084,6 +1093,9 @@ pub fn fence_before_thread_sync() {
 #[track_caller]
 pub fn fence_after_thread_sync() {
     let mut ex = exec("tcgen05.fence::after_thread_sync");
+    if ex.dropped() {
+        return;
+    }
     let me = ex.me as usize;
     ex.st.tcgen05.threads[me].synced = None;
 }
