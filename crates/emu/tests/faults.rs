@@ -192,3 +192,42 @@ fn the_droppable_list_is_synchronisation() {
     }
     assert!(looks_like_sync("tcgen05.some_new_wait"), "a new wait would be flagged");
 }
+
+// ---------------------------------------------------------------------------------------
+// Rules added because a fault campaign found them missing
+// ---------------------------------------------------------------------------------------
+
+/// A `tcgen05.commit` arrives from the tensor core (async proxy), so the mbarrier's init
+/// must have been published to the async proxy first, as for a bulk copy's complete_tx.
+/// (Found by dropping sm100's `fence.mbarrier_init`; there, producer thread 0's later
+/// `fence.proxy.async` publishes the inits in time, so that drop is legitimately missed.)
+#[test]
+fn a_tcgen05_commit_on_an_unfenced_mbarrier_init() {
+    for fenced in [false, true] {
+        let gm = GlobalMemory::new();
+        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], dynamic_smem: 64 };
+        let init_line = Mutex::new(0);
+        let kernel = || {
+            let bar = special::dynamic_smem_base();
+            if special::tid()[0] == 0 {
+                *init_line.lock().unwrap() = next_line();
+                mbarrier::init(bar, 1);
+                if fenced {
+                    fence::mbarrier_init();
+                }
+                // No tcgen05 operation pending: the commit arrives at once.
+                emu::ops::tcgen05::commit(bar);
+                while !mbarrier::try_wait_parity(bar, 0) {}
+            }
+        };
+        match emu::launch(&gm, config, kernel) {
+            Ok(_) => assert!(fenced, "the unfenced init went unnoticed"),
+            Err(e) => {
+                assert!(!fenced, "{e}");
+                assert_eq!(e.kind, ErrorKind::Mbarrier, "{e}");
+                let at = format!("whose init ({}:{}) was never fenced", file!(), init_line.lock().unwrap());
+                assert!(e.message.contains(&at), "{e}");
+            }
+        }
+    }
+}

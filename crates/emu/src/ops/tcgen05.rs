@@ -826,6 +826,19 @@ fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
             EmuError::new(ErrorKind::Mbarrier, "tcgen05.commit", format!("mbarrier {:#x}: {m}", c.mbarrier))
                 .at(thread, c.loc)
         };
+        let m = st.mbarriers.get(&c.mbarrier).ok_or_else(|| fail("no longer exists".into()))?;
+        // The arrival comes from the tensor core once its operations complete: an
+        // async-proxy operation on the mbarrier, like a bulk copy's complete_tx, so the
+        // init must have been published to the async proxy (reading of PTX 9.7.16.12.1 and
+        // 9.7.13.4: the strict one, as for bulk copies in `bulk::complete_front`).
+        if !m.init_fenced {
+            return Err(fail(format!(
+                "tcgen05.commit (an async-proxy arrival) signals this mbarrier, whose init ({}:{}) was never \
+                 fenced with fence.mbarrier_init or fence.proxy.async",
+                m.init_loc.file(),
+                m.init_loc.line()
+            )));
+        }
         // The arrival releases the issuing thread's accesses, the completed reads included.
         crate::race::mbarrier_signal(st, c.mbarrier, Some(thread), |m| m.arrive(1)).map_err(fail)?;
     }
