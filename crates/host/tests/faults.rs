@@ -10,12 +10,13 @@
 //!
 //! ```ignore
 //! #[test]
-//! fn sm100_every_dropped_synchronisation_is_caught() {
+//! fn sm120_every_dropped_synchronisation_is_caught() {
 //!     check(Case {
-//!         name: "sm100",
-//!         shape: "...", // tails in M and N, every ring wrapped at least twice
-//!         launch: |s| kernel::sm100::launch(s.m, s.n, s.k, s.l),
-//!         body: kernel::sm100::gemm::<kernel::sm100::Correct>,
+//!         name: "sm120",
+//!         // Tails in M and N, every ring wrapped at least twice (force a small grid if
+//!         // the kernel is persistent); several runs when paths differ (e.g. split-K).
+//!         runs: &[Run { shape: "...", launch: |s| kernel::sm120::launch(s.m, s.n, s.k, s.l) }],
+//!         body: kernel::sm120::gemm::<kernel::sm120::Correct>,
 //!         allowed: &[],
 //!     });
 //! }
@@ -183,7 +184,8 @@ fn sm90_every_dropped_synchronisation_is_caught() {
                      inside the CTA, the bar.sync right after the inits orders them before every other \
                      thread's first use (dropping that bar.sync is caught: `no mbarrier was initialised`). \
                      The emulator demands the fence exactly where PTX does: before an async-proxy \
-                     complete_tx on the barrier (ops/bulk.rs), as a kernel with bulk copies has.",
+                     arrival on the barrier (a bulk copy's complete_tx in ops/bulk.rs, a tcgen05.commit \
+                     in ops/tcgen05.rs), which sm90 has none of.",
             ),
         }],
     });
