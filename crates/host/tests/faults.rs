@@ -242,11 +242,13 @@ fn sm100_every_dropped_synchronisation_is_caught() {
                 why: Why::NotModelled(
                     "setup: orders the MMA warp's tcgen05.alloc, which writes the tensor-memory address \
                      to shared memory, before the CTA barrier after which every thread loads that address \
-                     (PTX 9.7.16.6.4, the alloc → before_thread_sync → bar.sync → after_thread_sync \
-                     pattern). The emulator writes the address at once and has no rule for the alloc's \
-                     ordering; a rule would mark the address bytes as written by a tcgen05 operation \
-                     until the allocating thread's before_thread_sync and report a load of them by \
-                     another thread before it.",
+                     (the alloc → before_thread_sync → bar.sync → after_thread_sync pattern of the design \
+                     notes, section 6). The emulator has no rule for the alloc's ordering. One was tried \
+                     (a synchronisation by a thread whose alloc has no before_thread_sync since is \
+                     reported, as for an unfenced tcgen05.ld) and reverted: PTX says the fence orders \
+                     prior *asynchronous* tcgen05 operations and does not say whether alloc is one, and \
+                     the emulator's own tcgen05 tests set up without this fence. The tcgen05 model's \
+                     owner should settle the reading (PTX text or a B200 probe) and add the rule.",
                 ),
             },
             Allowed {
