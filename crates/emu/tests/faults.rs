@@ -52,12 +52,26 @@ fn producer_consumer(lines: &Lines, out: u64) {
 }
 
 /// Runs the kernel with `drop` dropped under `schedule`: its stats and the value thread
-/// 32 read, or the report.
+/// 32 read, or the report. Race detection is off, to show what the schedule alone does
+/// (`run_checked` turns it on).
 fn run(lines: &Lines, drop: Option<Site>, schedule: Schedule) -> Result<(Stats, u32), emu::EmuError> {
+    run_with(lines, drop, schedule, false)
+}
+
+fn run_checked(lines: &Lines, drop: Option<Site>, schedule: Schedule) -> Result<(Stats, u32), emu::EmuError> {
+    run_with(lines, drop, schedule, true)
+}
+
+fn run_with(
+    lines: &Lines,
+    drop: Option<Site>,
+    schedule: Schedule,
+    detect_races: bool,
+) -> Result<(Stats, u32), emu::EmuError> {
     let gm = GlobalMemory::new();
     let out = gm.alloc("out", 4);
     let config = LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1], dynamic_smem: 64 };
-    let options = Options { drop, schedule, ..Options::default() };
+    let options = Options { drop, schedule, detect_races, ..Options::default() };
     let stats = emu::launch_with(&gm, config, &options, || producer_consumer(lines, out))?;
     let mut bytes = [0u8; 4];
     gm.read(out, &mut bytes).unwrap();
@@ -79,6 +93,7 @@ const STALE: u32 = u32::from_le_bytes([SHARED_INITIAL_BYTE; 4]);
 fn a_launch_records_each_droppable_site_it_executed() {
     let lines = Lines::default();
     for schedule in Schedule::ALL {
+        assert_eq!(run_checked(&lines, None, schedule).unwrap().1, 42, "{schedule:?}: correct, no race");
         let (stats, value) = run(&lines, None, schedule).unwrap();
         assert_eq!(value, 42, "{schedule:?}");
         let l = |m: &Mutex<u32>| *m.lock().unwrap();
@@ -107,6 +122,11 @@ fn a_dropped_wait_needs_the_highest_first_schedule() {
     let wait = site(&stats, "mbarrier.try_wait.parity.shared::cta.b64", *lines.wait.lock().unwrap());
     assert_eq!(run(&lines, Some(wait), Schedule::RoundRobin).unwrap().1, 42, "round-robin hides it");
     assert_eq!(run(&lines, Some(wait), Schedule::HighestFirst).unwrap().1, STALE, "highest-first reads too early");
+    // The race detector sees the unordered read under any schedule.
+    for schedule in Schedule::ALL {
+        let e = run_checked(&lines, Some(wait), schedule).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::DataRace, "{e}");
+    }
 }
 
 /// Dropping the CTA barrier after the init: round-robin runs thread 0 (the initialiser)
