@@ -302,19 +302,6 @@ fn sm100_every_dropped_synchronisation_is_caught() {
                 nth: 1,
                 why: Why::NotModelled(GPU_FENCE),
             },
-            Allowed {
-                instruction: "bar.sync",
-                source: "barrier::sync(BARRIER_EPILOGUE, EPILOGUE_THREADS)",
-                nth: 0,
-                why: Why::NotModelled(
-                    "split-K: the epilogue barrier before the count, so that every epilogue thread's \
-                     partial stores (and GPU fences) happen before thread 0 counts the CTA in. Without \
-                     it the last CTA may sum a partial still being written, which under emulation never \
-                     shows (CTAs are not interleaved that finely), and nothing checks that the partials' \
-                     stores happen before the count: a happens-before (race) check on global memory \
-                     would.",
-                ),
-            },
         ],
     });
 }
