@@ -2,6 +2,7 @@
 //! emulation, verify against an exact CPU reference, time, report.
 
 pub mod cli;
+pub mod dequant;
 pub mod device;
 pub mod embedded;
 pub mod emulate;

@@ -7,9 +7,12 @@
 //!
 //! | PTX target | kernels |
 //! |---|---|
-//! | `sm_75` (portable) | [`naive`] |
-//! | `sm_90a` | [`naive`], [`sm90`] |
-//! | `sm_100a` (+PTX 8.7) | [`naive`], [`sm100`] |
+//! | `sm_75` (portable) | [`naive`], [`dequant`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`sm100`] |
+//!
+//! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
+//! "dequantize, then cuBLAS" baseline.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -41,6 +44,7 @@ macro_rules! gemm_entry_point {
     };
 }
 
+pub mod dequant;
 pub mod naive;
 pub mod ptx;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
