@@ -1,6 +1,8 @@
 //! Host side of the NVFP4 GEMM: generate or load inputs, run a kernel on the GPU or under
 //! emulation, verify against an exact CPU reference, time, report.
 
+pub mod baselines;
+pub mod bench;
 pub mod cli;
 pub mod dequant;
 pub mod device;
@@ -14,6 +16,7 @@ pub mod kernels;
 pub mod problem;
 pub mod reference;
 pub mod report;
+pub mod svg;
 pub mod verify;
 
 pub use device::Gpu;
