@@ -276,7 +276,7 @@ impl Fp8Gemm {
         libraries().cublaslt.as_ref().map_err(Clone::clone)?;
         let (m, n, k, _) = shape;
         dims(m, n, k)?;
-        if k % 16 != 0 {
+        if !k.is_multiple_of(16) {
             return Err(format!("cuBLASLt FP8 needs K a multiple of 16, K = {k}"));
         }
         let s = &gpu.stream;

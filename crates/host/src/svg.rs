@@ -13,9 +13,12 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 96.0;
 const BOTTOM: f64 = 56.0;
 
-/// Colours of our kernels (greens) and of the baselines (blue, orange, brown, purple...).
-const OURS: [&str; 4] = ["#2e7d32", "#81c784", "#1b5e20", "#a5d6a7"];
+/// Colours of our kernels (greens; `naive` comes first and is the lightest) and of the baselines (blue, orange, brown, purple...).
+const OURS: [&str; 4] = ["#81c784", "#2e7d32", "#1b5e20", "#a5d6a7"];
 const BASELINES: [&str; 5] = ["#1565c0", "#ef6c00", "#6d4c41", "#8e24aa", "#546e7a"];
+
+/// The label of the group of geomean bars.
+pub const GEOMEAN_GROUP: &str = "geomean (GPU MODE 3)";
 
 /// Escapes text for XML content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -95,7 +98,7 @@ pub fn chart(report: &BenchReport) -> String {
         .collect();
     let geo: Vec<_> = report.geomean.iter().filter(|g| g.implementation != OUR_BEST).collect();
     if !geo.is_empty() {
-        groups.push("geomean of the 3 GPU MODE shapes".into());
+        groups.push(GEOMEAN_GROUP.into());
         for g in geo {
             if let Some(s) = series.iter().position(|(n, _)| *n == g.implementation) {
                 bars.push(Bar {
@@ -155,7 +158,7 @@ pub fn chart(report: &BenchReport) -> String {
     let (mut x, mut y) = (LEFT, 62.0);
     for (i, (name, ours)) in series.iter().enumerate() {
         let label = if *ours { format!("ours: {name}") } else { name.clone() };
-        let width = 24.0 + 6.2 * label.chars().count() as f64;
+        let width = 28.0 + 6.6 * label.chars().count() as f64;
         if x + width > WIDTH - RIGHT {
             x = LEFT;
             y += 16.0;
@@ -251,7 +254,7 @@ mod tests {
             } else if !tag.ends_with('/') {
                 stack.push(tag.split_whitespace().next().unwrap_or("").to_string());
             }
-            if tag.matches('"').count() % 2 != 0 {
+            if !tag.matches('"').count().is_multiple_of(2) {
                 return Err(format!("unbalanced quotes in <{tag}>"));
             }
             count += 1;
@@ -276,7 +279,7 @@ mod tests {
             assert!(svg.contains(&escape(&e.implementation)), "legend {}", e.implementation);
             assert!(svg.contains(&format!("{:.2} us", e.median_us)), "bar title for {}", e.median_us);
         }
-        assert!(svg.contains("geomean of the 3 GPU MODE shapes"));
+        assert!(svg.contains(GEOMEAN_GROUP));
         assert!(svg.contains("ours: sm90") && svg.contains("NVIDIA H100 80GB HBM3"));
         // Decades from 10 us (13.5 us is the fastest) to 100 ms (85.9 ms the slowest).
         assert!(svg.contains(">10 us</text>") && svg.contains(">100 ms</text>"));
