@@ -143,6 +143,31 @@ fn dims(m: u32, n: u32, k: u32) -> Result<(i32, i32, i32), String> {
     Ok((int(m, "M")?, int(n, "N")?, int(k, "K")?))
 }
 
+/// The column-major (cuBLAS) arguments that compute row-major C [M, N] = A [M, K] · B [N, K]ᵀ:
+/// cuBLAS's first operand is our B, its second our A (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnMajor {
+    /// op(first operand) is its transpose.
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub lda: i32,
+    pub ldb: i32,
+    pub ldc: i32,
+}
+
+/// [`ColumnMajor`] for our M, N, K: "TN", m = N, n = M, every leading dimension K except C's (N).
+pub fn column_major(m: u32, n: u32, k: u32) -> Result<ColumnMajor, String> {
+    let (mi, ni, ki) = dims(m, n, k)?;
+    Ok(ColumnMajor { trans_a: true, trans_b: false, m: ni, n: mi, k: ki, lda: ki, ldb: ki, ldc: ni })
+}
+
+fn op(transposed: bool) -> blas::cublasOperation_t {
+    if transposed { blas::cublasOperation_t::CUBLAS_OP_T } else { blas::cublasOperation_t::CUBLAS_OP_N }
+}
+
 /// A cuBLAS handle bound to the GPU's stream.
 #[derive(Debug)]
 pub struct Cublas {
@@ -179,7 +204,7 @@ impl Cublas {
     ///
     /// `a`, `b`, `c` must be device buffers of L·M·K, L·N·K and L·M·N fp16 values.
     pub unsafe fn gemm_f16(&self, (m, n, k, l): (u32, u32, u32, u32), a: u64, b: u64, c: u64) -> Result<(), String> {
-        let (mi, ni, ki) = dims(m, n, k)?;
+        let cm = column_major(m, n, k)?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         guarded(|| {
             for batch in 0..l as u64 {
@@ -192,22 +217,22 @@ impl Cublas {
                 unsafe {
                     blas_result::gemm_ex(
                         self.handle,
-                        blas::cublasOperation_t::CUBLAS_OP_T,
-                        blas::cublasOperation_t::CUBLAS_OP_N,
-                        ni,
-                        mi,
-                        ki,
+                        op(cm.trans_a),
+                        op(cm.trans_b),
+                        cm.m,
+                        cm.n,
+                        cm.k,
                         &alpha as *const f32 as *const c_void,
-                        b as *const c_void,
+                        b as *const c_void, // cuBLAS's first operand: our B
                         blas::cudaDataType::CUDA_R_16F,
-                        ki,
+                        cm.lda,
                         a as *const c_void,
                         blas::cudaDataType::CUDA_R_16F,
-                        ki,
+                        cm.ldb,
                         &beta as *const f32 as *const c_void,
                         c as *mut c_void,
                         blas::cudaDataType::CUDA_R_16F,
-                        ni,
+                        cm.ldc,
                         blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                         blas::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
                     )
@@ -325,7 +350,9 @@ impl Fp8Gemm {
             unsafe { lt_result::set_matmul_desc_attribute(self.desc, attr, value, size) }
                 .map_err(|err| format!("cublasLtMatmulDescSetAttribute({attr:?}) failed: {err}"))
         };
-        let (op_t, op_n) = (blas::cublasOperation_t::CUBLAS_OP_T as i32, blas::cublasOperation_t::CUBLAS_OP_N as i32);
+        // The same "TN" problem as the fp16 GEMM, which is what cuBLASLt's FP8 kernels need.
+        let cm = column_major(m, n, k)?;
+        let (op_t, op_n) = (op(cm.trans_a) as i32, op(cm.trans_b) as i32);
         set(
             lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
             &op_t as *const i32 as _,
@@ -349,14 +376,17 @@ impl Fp8Gemm {
             &scale_of_our_a as *const u64 as _,
             size_of::<u64>(),
         )?;
-        let (m, n, k) = (m as u64, n as u64, k as u64);
-        let layout = |t, rows: u64, cols: u64, ld: u64| {
-            lt_result::create_matrix_layout(t, rows, cols, ld as i64).map_err(e("cublasLtMatrixLayoutCreate"))
+        let layout = |t, rows: i32, cols: i32, ld: i32| {
+            lt_result::create_matrix_layout(t, rows as u64, cols as u64, ld as i64)
+                .map_err(e("cublasLtMatrixLayoutCreate"))
         };
-        self.layouts[0] = layout(lt::cudaDataType::CUDA_R_8F_E4M3, k, n, k)?;
-        self.layouts[1] = layout(lt::cudaDataType::CUDA_R_8F_E4M3, k, m, k)?;
-        self.layouts[2] = layout(out_type, n, m, n)?;
-        self.layouts[3] = layout(out_type, n, m, n)?;
+        // A layout describes the matrix as stored: op = T stores k x m, op = N stores m x k.
+        let (a_rows, a_cols) = if cm.trans_a { (cm.k, cm.m) } else { (cm.m, cm.k) };
+        let (b_rows, b_cols) = if cm.trans_b { (cm.n, cm.k) } else { (cm.k, cm.n) };
+        self.layouts[0] = layout(lt::cudaDataType::CUDA_R_8F_E4M3, a_rows, a_cols, cm.lda)?;
+        self.layouts[1] = layout(lt::cudaDataType::CUDA_R_8F_E4M3, b_rows, b_cols, cm.ldb)?;
+        self.layouts[2] = layout(out_type, cm.m, cm.n, cm.ldc)?;
+        self.layouts[3] = layout(out_type, cm.m, cm.n, cm.ldc)?;
         let pref = lt_result::create_matmul_pref().map_err(e("cublasLtMatmulPreferenceCreate"))?;
         let bytes = LT_WORKSPACE_BYTES as u64;
         // SAFETY: live descriptors throughout; the preference is destroyed once below.
@@ -509,6 +539,44 @@ mod tests {
         assert_eq!(e4m3::decode(big.bytes[0]) * 8.0, 2048.0);
         assert_eq!(e4m3::decode(big.bytes[1]) * 8.0, -1.0);
         assert_eq!(e4m3::decode(big.bytes[2]) * 8.0, 2560.0);
+    }
+
+    /// BLAS's column-major GEMM, C = op(A) · op(B), written from its definition.
+    fn blas_gemm(cm: &ColumnMajor, a: &[f64], b: &[f64]) -> Vec<f64> {
+        let (m, n, k) = (cm.m as usize, cm.n as usize, cm.k as usize);
+        let (lda, ldb, ldc) = (cm.lda as usize, cm.ldb as usize, cm.ldc as usize);
+        let mut c = vec![0.0; ldc * n];
+        for j in 0..n {
+            for i in 0..m {
+                let mut sum = 0.0;
+                for p in 0..k {
+                    let op_a = if cm.trans_a { a[p + i * lda] } else { a[i + p * lda] };
+                    let op_b = if cm.trans_b { b[j + p * ldb] } else { b[p + j * ldb] };
+                    sum += op_a * op_b;
+                }
+                c[i + j * ldc] = sum;
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn the_column_major_arguments_compute_a_times_b_transposed_row_major() {
+        // The classic benchmark bug is a transposed operand: check the arguments against
+        // BLAS's definition on a small problem with M, N and K all different.
+        let (m, n, k) = (3usize, 5usize, 4usize);
+        let a: Vec<f64> = (0..m * k).map(|i| (i * 7 % 11) as f64 - 5.0).collect(); // row-major [M, K]
+        let b: Vec<f64> = (0..n * k).map(|i| (i * 5 % 13) as f64 - 6.0).collect(); // row-major [N, K]
+        let cm = column_major(m as u32, n as u32, k as u32).unwrap();
+        assert!(cm.trans_a && !cm.trans_b, "cuBLASLt FP8 on Hopper needs TN");
+        let c = blas_gemm(&cm, &b, &a); // cuBLAS's first operand is our B
+        for r in 0..m {
+            for col in 0..n {
+                let want: f64 = (0..k).map(|p| a[r * k + p] * b[col * k + p]).sum();
+                assert_eq!(c[r * n + col], want, "C[{r}][{col}] read row-major");
+            }
+        }
+        assert!(column_major(1 << 31, 1, 64).is_err(), "M beyond cuBLAS's int is refused, not wrapped");
     }
 
     #[test]

@@ -579,6 +579,8 @@ fn measure_limits(
 pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
     let gpu = Gpu::open(opts.device)?;
     let kernels: Vec<Kernel> = if opts.kernels.is_empty() {
+        // `naive` runs on every GPU CUDA 13 supports; where it does not, say why (exit 3).
+        Kernel::Naive.check_device(&gpu.info)?;
         Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect()
     } else {
         for k in &opts.kernels {
