@@ -326,7 +326,7 @@ impl BenchReport {
         };
         let gemm = match self.limits.fp16_gemm_tflops {
             Some(t) => format!("cuBLAS fp16 GEMM {:.1} TFLOP/s ({}, random data)", t, self.limits.fp16_gemm_shape),
-            None => "fp16 GEMM not measured".into(),
+            None => "fp16 GEMM not measured (it needs cuBLAS)".into(),
         };
         let _ = writeln!(s, "limits   measured now: {copy}; {gemm}");
         for lib in &self.libraries {
@@ -513,6 +513,12 @@ fn random_f16(len: usize, seed: u64) -> Vec<u16> {
     out
 }
 
+/// Records a baseline skipped for the whole run, and says so on stderr at once.
+fn skip_now(skipped: &mut Vec<Skip>, implementation: String, reason: String) {
+    eprintln!("bench: {implementation} skipped: {reason}");
+    skipped.push(Skip { shape: None, implementation, reason });
+}
+
 /// Measures the device copy bandwidth and the fp16 GEMM rate.
 fn measure_limits(
     gpu: &Gpu,
@@ -598,36 +604,26 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
 
     let (cublas, cublaslt_ok) = if opts.baselines {
         let libs = baselines::libraries();
-        let cublas = match &libs.cublas {
-            Ok(from) => match Cublas::new(&gpu) {
-                Ok(c) => {
-                    let version =
-                        c.version().map_or("?".into(), |v| format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100));
-                    library_lines.push(format!("cuBLAS {version} (from {from})"));
-                    Some(c)
-                }
-                Err(e) => {
-                    library_lines.push(format!("cuBLAS loaded from {from} but unusable: {e}"));
-                    None
-                }
-            },
+        // One line per missing library, naming the baselines it takes with it.
+        let cublas = match libs.cublas.as_ref().map(|from| (from, Cublas::new(&gpu))) {
+            Ok((from, Ok(c))) => {
+                let version =
+                    c.version().map_or("?".into(), |v| format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100));
+                library_lines.push(format!("cuBLAS {version} (from {from})"));
+                Some(c)
+            }
+            Ok((from, Err(e))) => {
+                skip_now(&mut skipped, format!("{CUBLAS_F16}; {DEQUANT_CUBLAS}"), format!("cuBLAS (from {from}): {e}"));
+                None
+            }
             Err(e) => {
-                library_lines.push(format!("cuBLAS: {e}"));
+                skip_now(&mut skipped, format!("{CUBLAS_F16}; {DEQUANT_CUBLAS}"), e.clone());
                 None
             }
         };
         match &libs.cublaslt {
             Ok(from) => library_lines.push(format!("cuBLASLt from {from}")),
-            Err(e) => library_lines.push(format!("cuBLASLt: {e}")),
-        }
-        if cublas.is_none() {
-            let why = libs.cublas.as_ref().err().cloned().unwrap_or_else(|| "cuBLAS could not be initialised".into());
-            for name in [CUBLAS_F16, DEQUANT_CUBLAS] {
-                skipped.push(Skip { shape: None, implementation: name.into(), reason: why.clone() });
-            }
-        }
-        if let Err(e) = &libs.cublaslt {
-            skipped.push(Skip { shape: None, implementation: CUBLASLT_FP8.into(), reason: e.clone() });
+            Err(e) => skip_now(&mut skipped, CUBLASLT_FP8.into(), e.clone()),
         }
         (cublas, libs.cublaslt.is_ok())
     } else {

@@ -40,7 +40,8 @@ enum Command {
     Info(DeviceArg),
     /// Every available kernel on the correctness shapes plus odd ones, both distributions.
     Selftest(SelftestArgs),
-    /// Time every available kernel on the benchmark shapes (each result verified).
+    /// Time our kernels (each verified first) and the cuBLAS baselines (fp16, FP8, dequant +
+    /// fp16) on the benchmark shapes, against limits measured in the same run.
     Bench(BenchArgs),
 }
 
