@@ -595,8 +595,27 @@ mod tests {
         let libs = libraries();
         for lib in [&libs.cublas, &libs.cublaslt] {
             if let Err(why) = lib {
+                println!("{why}");
                 assert!(why.contains("could not be loaded") && why.contains("nvidia-cublas"), "{why}");
             }
+        }
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_library_off_the_loader_path_is_opened_by_full_path_then_found_by_soname() {
+        // libcudart stands in for cuBLAS (the same wheels, the same nvidia/cu13/lib folder):
+        // where it is installed but not on the loader path, `load` must make its soname
+        // resolvable for cudarc; where it is nowhere, it must say so.
+        // SAFETY: only opens (and closes) the library.
+        let present = || unsafe { libloading::Library::new("libcudart.so.13") }.is_ok();
+        let before = present();
+        match load("cudart", present) {
+            Ok(from) => {
+                assert!(present(), "loaded from {from} but the soname does not resolve");
+                println!("libcudart.so.13: on the loader path before: {before}; now from {from}");
+            }
+            Err(why) => assert!(!before && why.contains("libcudart could not be loaded"), "{why}"),
         }
     }
 
