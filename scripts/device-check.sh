@@ -31,6 +31,9 @@ run 600 $HOST selftest --json "$OUT/selftest.json"
 step "emulator fidelity: GPU vs emulator"
 run 600 $HOST selftest --compare-emulator --json "$OUT/compare-emulator.json"
 
+step "instruction probes: GPU vs emulator vs expected"
+run 300 $HOST selftest --probes --json "$OUT/probes.json"
+
 if [ "$mode" = full ]; then
   step "bench"
   run 600 $HOST bench --json "$OUT/bench.json"
@@ -42,6 +45,9 @@ if [ "$mode" = full ]; then
   run 600 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify cpu
   run 600 compute-sanitizer --tool racecheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify none
   run 600 compute-sanitizer --tool synccheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify none
+  for tool in memcheck racecheck synccheck; do
+    run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST selftest --probes
+  done
 fi
 
 step "bad input: each must print one clear error and exit non-zero"

@@ -5,7 +5,9 @@
 //! wait, a collective the rest of its warp has not reached) or exits; then the scheduler
 //! hands the baton to the next runnable thread in round-robin order. Running one thread
 //! at a time makes every run reproducible, lets the emulator's state live behind one
-//! uncontended lock, and turns "every live thread is blocked" into a simple test.
+//! uncontended lock, and turns "every live thread is blocked" into a simple test. With a
+//! seed (`sched.rs`) the baton also moves at random instruction boundaries, and the
+//! race detector (`race.rs`) checks what the schedule did not happen to order.
 //!
 //! Asynchronous units (copies, tensor-core operations) are completed as late as the PTX
 //! rules allow: at the wait that guarantees them, or, for copies that only an mbarrier
@@ -127,6 +129,10 @@ pub(crate) struct CtaState {
     pub async_sequence: u64,
     /// False polls since any thread last executed another instruction.
     pub futile_polls: u64,
+    /// Happens-before tracking of shared memory (`None` when race detection is off).
+    pub race: Option<Box<crate::race::Race>>,
+    /// The seeded schedule's randomness.
+    pub sched: crate::sched::Sched,
 }
 
 /// A CTA: its identity, its state and one wake-up signal per thread.
@@ -170,6 +176,8 @@ impl<'g> Cta<'g> {
                 tcgen05: Tcgen05Unit::new(threads),
                 async_sequence: 0,
                 futile_polls: 0,
+                race: None,
+                sched: crate::sched::Sched::new(None, 0),
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
         }
@@ -254,7 +262,7 @@ impl<'g> Cta<'g> {
             let report = deadlock_report(&st);
             self.abort(st, EmuError::new(ErrorKind::Deadlock, "(scheduler)", report));
         }
-        if let Some(next) = next_runnable(&st, me).filter(|&t| t != me) {
+        if let Some(next) = next_runnable(&mut st, me).filter(|&t| t != me) {
             st.threads[next as usize] = ThreadState::Runnable;
             st.baton = next;
             self.wake[next as usize].notify_one();
@@ -297,7 +305,7 @@ impl<'g> Cta<'g> {
     /// asynchronous work if nothing can run, and reporting a deadlock if still nothing can.
     fn pass_baton<'a>(&'a self, me: u32, mut st: MutexGuard<'a, CtaState>) -> MutexGuard<'a, CtaState> {
         loop {
-            if let Some(next) = next_runnable(&st, me) {
+            if let Some(next) = next_runnable(&mut st, me) {
                 st.threads[next as usize] = ThreadState::Runnable;
                 st.baton = next;
                 if next != me {
@@ -322,7 +330,7 @@ impl<'g> Cta<'g> {
 }
 
 /// Whether a blocked thread's wait is satisfied now.
-fn satisfied(st: &CtaState, wait: &Wait) -> bool {
+pub(crate) fn satisfied(st: &CtaState, wait: &Wait) -> bool {
     match *wait {
         Wait::Bar { id, generation } => st.barriers[id as usize].generation != generation,
         Wait::Mbarrier { addr, parity } => st.mbarriers.get(&addr).is_some_and(|m| m.phase_completed(parity)),
@@ -331,9 +339,13 @@ fn satisfied(st: &CtaState, wait: &Wait) -> bool {
     }
 }
 
-fn next_runnable(st: &CtaState, me: u32) -> Option<u32> {
+/// The next thread to run: the first runnable one from where the schedule starts
+/// looking (right after `me`, round robin, without a seed), `me` itself last.
+fn next_runnable(st: &mut CtaState, me: u32) -> Option<u32> {
     let n = st.threads.len() as u32;
-    (1..=n).map(|i| (me + i) % n).find(|&t| match &st.threads[t as usize] {
+    let start = st.sched.start(me, n);
+    let mut order = (0..n).map(|i| (start + i) % n).filter(|&t| t != me).chain(std::iter::once(me));
+    order.find(|&t| match &st.threads[t as usize] {
         ThreadState::Runnable => true,
         ThreadState::Blocked { wait, .. } => satisfied(st, wait),
         ThreadState::Exited => false,
@@ -377,6 +389,9 @@ fn deadlock_report(st: &CtaState) -> String {
     let mut out = String::from("every live thread is blocked:");
     for (line, ts) in &lines {
         let _ = write!(out, "\n  threads {} wait at {line}", ranges(ts));
+    }
+    if let Some(uncommitted) = st.tcgen05.uncommitted_summary() {
+        let _ = write!(out, "\n  ({uncommitted}: no tcgen05.commit follows them)");
     }
     let exited = st.threads.iter().filter(|t| matches!(t, ThreadState::Exited)).count();
     if exited > 0 {

@@ -35,11 +35,22 @@ pub struct Options {
     pub parallel_ctas: usize,
     /// Host stack per emulated thread.
     pub stack_bytes: usize,
+    /// Report data races on shared memory (happens-before tracking; on by default).
+    pub detect_races: bool,
+    /// Seeded random schedules: when set, each CTA's threads are preempted at random
+    /// instruction boundaries and woken in random order, reproducibly for a given seed.
+    /// `None` (the default) is the plain round-robin baton.
+    pub seed: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { parallel_ctas: std::thread::available_parallelism().map_or(1, |n| n.get()), stack_bytes: 2 << 20 }
+        Options {
+            parallel_ctas: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            stack_bytes: 2 << 20,
+            detect_races: true,
+            seed: None,
+        }
     }
 }
 
@@ -97,7 +108,7 @@ pub fn launch_with<F: Fn() + Sync>(
                     }
                     let [gx, gy, _] = config.grid.map(|d| d as u64);
                     let ctaid = [(index % gx) as u32, ((index / gx) % gy) as u32, (index / (gx * gy)) as u32];
-                    let outcome = run_cta(global, &config, ctaid, &pool);
+                    let outcome = run_cta(global, &config, options, index, ctaid, &pool);
                     let mut r = result.lock().unwrap_or_else(|e| e.into_inner());
                     match outcome {
                         Ok(counts) => {
@@ -181,10 +192,13 @@ impl ThreadPool {
 fn run_cta(
     global: &GlobalMemory,
     config: &LaunchConfig,
+    options: &Options,
+    index: u64,
     ctaid: [u32; 3],
     pool: &ThreadPool,
 ) -> Result<BTreeMap<&'static str, u64>, EmuError> {
     let cta = Cta::new(global, ctaid, config.grid, config.block, DYNAMIC_SMEM_BASE, config.dynamic_smem);
+    cta.instrument(options.detect_races, crate::sched::Sched::new(options.seed, index));
     let ptr: *const Cta<'static> = (&cta as *const Cta<'_>).cast();
     for (me, job) in pool.jobs.iter().enumerate() {
         job.send(Job { cta: ptr, me: me as u32 }).expect("emulator host thread alive");

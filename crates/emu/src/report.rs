@@ -39,6 +39,9 @@ pub enum ErrorKind {
     Tcgen05,
     /// An operand the emulator does not model or the PTX ISA forbids.
     Unsupported,
+    /// Two accesses of one shared-memory byte, at least one a write, by different
+    /// threads, with no synchronisation ordering them (the message names both lines).
+    DataRace,
     /// The kernel's Rust code panicked.
     Panic,
     /// The launch configuration itself is invalid.

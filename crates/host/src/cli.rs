@@ -106,6 +106,11 @@ struct SelftestArgs {
     /// Run each kernel on the GPU and under emulation and compare the two outputs.
     #[arg(long, conflicts_with = "emulate")]
     compare_emulator: bool,
+    /// Run the instruction probes instead (one tiny kernel per instruction family the
+    /// emulator models) on the GPU and under emulation, each against its expected value;
+    /// with --emulate, the emulator side only.
+    #[arg(long, conflicts_with_all = ["compare_emulator", "full", "kernel"])]
+    probes: bool,
     /// Under --emulate: the full list (the spec's correctness shapes and the odd ones,
     /// as on a GPU) instead of the small shapes. Minutes per large shape.
     #[arg(long, requires = "emulate")]
@@ -369,6 +374,14 @@ pub const EMULATOR_SHAPES: [&str; 6] =
     ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2"];
 
 fn selftest(args: &SelftestArgs) -> Result<i32> {
+    if args.probes {
+        let gpu = if args.emulate { None } else { Some(Gpu::open(args.device)?) };
+        let (results, code) = crate::probes::selftest(gpu.as_ref());
+        if let Some(path) = &args.json {
+            write_json(path, &results)?;
+        }
+        return Ok(code);
+    }
     if args.compare_emulator {
         return compare_emulator(args);
     }

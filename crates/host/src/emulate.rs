@@ -32,6 +32,16 @@ fn workspace_bytes(problem: &Problem) -> u64 {
 /// Runs any kernel body (for instance a deliberately broken variant in a test) with the
 /// launch geometry `launch`.
 pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<EmulatedRun> {
+    run_body_with(problem, launch, &emu::Options::default(), body)
+}
+
+/// [`run_body`] with explicit emulator options (a seeded schedule, race detection off).
+pub fn run_body_with(
+    problem: &Problem,
+    launch: Launch,
+    options: &emu::Options,
+    body: impl Fn(&GemmArgs) + Sync,
+) -> Result<EmulatedRun> {
     let shape = problem.shape;
     let memory = emu::GlobalMemory::new();
     let poison: Vec<u8> = (0..shape.c_bytes() / 2).flat_map(|_| POISON.to_bits().to_le_bytes()).collect();
@@ -49,7 +59,7 @@ pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sy
     };
     let config = emu::LaunchConfig { grid: launch.grid, block: launch.block, dynamic_smem: launch.dynamic_smem };
     let start = Instant::now();
-    let stats = emu::launch(&memory, config, || body(&args))?;
+    let stats = emu::launch_with(&memory, config, options, || body(&args))?;
     let wall = start.elapsed();
     let mut bytes = vec![0u8; shape.c_bytes() as usize];
     memory.read(args.c, &mut bytes).map_err(crate::Error::Failed)?;

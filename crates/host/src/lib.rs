@@ -13,6 +13,7 @@ pub mod gemm;
 pub mod generate;
 pub mod io;
 pub mod kernels;
+pub mod probes;
 pub mod problem;
 pub mod reference;
 pub mod report;

@@ -139,3 +139,20 @@ fn gpu_run_without_a_driver_explains_what_still_works() {
         assert!(stdout(&o).contains("sm90a"), "info lists the embedded PTX first: {}", stdout(&o));
     }
 }
+
+#[test]
+fn selftest_probes_under_the_emulator_prints_the_table_and_passes() {
+    let o = host(&["selftest", "--probes", "--emulate"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("gpu vs expected") && out.contains("emulator vs expected"), "{out}");
+    for p in host::probes::PROBES {
+        assert!(
+            out.lines().any(|l| l.starts_with(p.name) && (l.contains("PASS") || l.contains("skipped"))),
+            "{}: {out}",
+            p.name
+        );
+    }
+    assert!(out.contains(" 0 failed"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}

@@ -54,7 +54,7 @@ fn a_nan_scale_gives_the_canonical_nan_on_both_sides() {
 fn the_dequantizer_ptx_is_vectorised_and_portable() {
     let ptx = target("portable").unwrap().ptx;
     let start = ptx.find(".entry nvfp4_dequant_fp16").expect("dequant entry point");
-    let end = ptx[start..].find(".entry nvfp4_gemm_naive").map_or(ptx.len(), |e| start + e);
+    let end = ptx[start + 1..].find(".entry ").map_or(ptx.len(), |e| start + 1 + e); // the next kernel
     let body = &ptx[start..end];
     for instruction in ["ld.global.nc.u64", "ld.global.nc.u8", "cvt.rn.f16.f32", "st.global.v4.b32"] {
         assert!(body.contains(instruction), "dequant PTX lacks `{instruction}`");

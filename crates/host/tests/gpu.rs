@@ -4,6 +4,7 @@
 //! a GPU machine with `cargo test --release -p host --test gpu -- --ignored`.
 
 use host::generate::{Distribution, generate};
+use host::probes::{GpuProbes, PROBES, Side, check, table};
 use host::reference::reference;
 use host::verify::{compare, unwritten};
 use host::{Gemm, Gpu, Kernel, emulate};
@@ -58,4 +59,15 @@ fn emulator_and_gpu_agree_bit_for_bit() {
             }
         }
     }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with the CUDA 13 driver"]
+fn instruction_probes_agree_on_the_gpu_the_emulator_and_the_expected_values() {
+    let gpu = gpu();
+    let mut probes = GpuProbes::new(&gpu);
+    let results: Vec<_> = PROBES.iter().map(|p| check(p, Some(&mut probes))).collect();
+    let report = table(&results);
+    assert!(results.iter().all(|r| r.passed), "{report}");
+    assert!(results.iter().any(|r| matches!(r.gpu, Side::Ran { .. })), "no probe ran on this GPU:\n{report}");
 }

@@ -24,12 +24,90 @@ fn each_ptx_has_its_entry_points() {
             .ptx
             .lines()
             .filter_map(|l| l.trim().strip_prefix(".visible .entry ").map(|e| e.trim_end_matches('(').to_string()))
+            // The instruction probes are checked in `each_ptx_has_its_probes`.
+            .filter(|e| !e.starts_with("probe_"))
             .collect()
     };
     // `nvfp4_dequant_fp16` is the benchmark baseline's dequantizer (kernel::dequant).
     assert_eq!(entries("portable"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive"]);
     assert_eq!(entries("sm90a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm90"]);
     assert_eq!(entries("sm100a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
+}
+
+#[test]
+fn each_ptx_has_its_probes() {
+    for t in TARGETS {
+        let mut probes: Vec<&str> = t
+            .ptx
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".visible .entry probe_").map(|e| e.trim_end_matches('(')))
+            .collect();
+        probes.sort_unstable();
+        let want: Vec<String> =
+            host::probes::entries_in(t.name).iter().map(|e| e.trim_start_matches("probe_").to_string()).collect();
+        assert_eq!(probes, want, "{}", t.name);
+    }
+    assert_eq!(host::probes::entries_in("portable"), ["probe_warp"]);
+    assert_eq!(
+        host::probes::entries_in("sm90a"),
+        ["probe_bulk", "probe_cp_async", "probe_cvt", "probe_tma", "probe_warp", "probe_wgmma"]
+    );
+    assert_eq!(
+        host::probes::entries_in("sm100a"),
+        [
+            "probe_bulk",
+            "probe_cp_async",
+            "probe_cvt",
+            "probe_tcgen05_cp",
+            "probe_tcgen05_mma",
+            "probe_tma",
+            "probe_warp"
+        ]
+    );
+}
+
+#[test]
+fn probes_use_the_instructions_they_probe() {
+    for (name, instructions) in [
+        (
+            "sm90a",
+            &[
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+                "mbarrier.test_wait.parity.shared::cta.b64",
+                "cp.async.ca.shared.global",
+                "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+                "cvt.rn.f16x2.f32",
+                "cvt.rn.f16.f32",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+            ][..],
+        ),
+        (
+            "sm100a",
+            &[
+                "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32",
+                "tcgen05.cp.cta_group::1.32x128b.warpx4",
+                "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X",
+                "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
+                "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+                "tcgen05.wait::ld.sync.aligned",
+                "tcgen05.dealloc.cta_group::1.sync.aligned.b32",
+                "cp.async.bulk.tensor.2d",
+            ][..],
+        ),
+    ] {
+        let ptx = target(name).unwrap().ptx;
+        for instruction in instructions {
+            assert!(ptx.contains(instruction), "{name} PTX lacks `{instruction}`");
+        }
+    }
+    // The RS form: A as four registers in braces.
+    let sm90 = target("sm90a").unwrap().ptx;
+    assert!(
+        sm90.lines().any(|l| l.contains("m64n64k16.f32.f16.f16") && l.contains("}, {%r")),
+        "no wgmma RS (A from registers) in the sm90a PTX"
+    );
 }
 
 #[test]

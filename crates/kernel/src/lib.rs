@@ -13,6 +13,9 @@
 //!
 //! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
 //! "dequantize, then cuBLAS" baseline.
+//!
+//! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
+//! --probes`) are in the `sm_90a` and `sm_100a` builds (`probe_warp` in all three).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -46,6 +49,7 @@ macro_rules! gemm_entry_point {
 
 pub mod dequant;
 pub mod naive;
+pub mod probes;
 pub mod ptx;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod sm100;

@@ -16,7 +16,8 @@
 //!
 //! Not modelled (reported, never guessed): sparsity, MN-major operands, M ≠ 128, K = 96, scale
 //! vector sizes other than 4X, a non-zero descriptor base offset, swizzles other than 128B for
-//! the MMA operands and other than none for the scale copy, ue4m3 scales with the sign bit set.
+//! the MMA operands and other than none for the scale copy. A ue4m3 scale byte with bit 7 set is
+//! an invalid encoding (PTX ISA §5.2.3: the 7-bit format's byte has its MSB padded with zero).
 
 use super::numeric::F32_CANONICAL_NAN;
 use super::wgmma::{SmemLayout, WgmmaDesc};
@@ -329,17 +330,19 @@ pub fn e2m1_times2(code: u8) -> i8 {
 
 /// A scale factor's value (exact in f64; NaN for the NaN codes).
 ///
-/// * ue4m3: the e4m3fn bit layout `s eeee mmm` with bias 7, subnormals
-///   `m · 2^-9`, `0x7F` NaN. The ISA calls the type unsigned but does not say what the
-///   hardware does with bit 7; a set sign bit is reported (Err), not guessed.
-/// * ue8m0: `2^(x - 127)`, `0xFF` NaN.
+/// * ue4m3 (PTX ISA §5.2.3 "Alternate Floating-Point Data Formats"): a 7-bit unsigned format,
+///   4 exponent bits (bias 7) and 3 mantissa bits, no infinity, NaN only `0x7F`, stored in a
+///   byte "having MSB bit padded with zero". So `0eeeemmm`: subnormals `m · 2^-9`, normals
+///   `1.m · 2^(e-7)` (max 448). A set bit 7 breaks the encoding rule: Err, never a guess
+///   (the hardware might ignore it, or read an e4m3 sign).
+/// * ue8m0 (same section): 8 exponent bits, `2^(x - 127)`, no infinity, NaN only `0xFF`.
 pub fn scale_value(byte: u8, format: ScaleFormat) -> Result<f64, String> {
     match format {
         ScaleFormat::Ue4m3 => {
             if byte & 0x80 != 0 {
                 return Err(format!(
-                    "ue4m3 scale factor {byte:#04x} has bit 7 (a sign bit in e4m3) set: its meaning for an unsigned \
-                     scale is not documented, so it is not modelled"
+                    "ue4m3 scale factor {byte:#04x} has bit 7 set: ue4m3 is a 7-bit format whose byte must have its MSB \
+                     zero (PTX ISA 5.2.3; an e4m3 sign bit left in a scale?)"
                 ));
             }
             let e = i32::from(byte >> 3);
@@ -352,6 +355,22 @@ pub fn scale_value(byte: u8, format: ScaleFormat) -> Result<f64, String> {
         }
         ScaleFormat::Ue8m0 => Ok(if byte == 0xFF { f64::NAN } else { 2f64.powi(i32::from(byte) - 127) }),
     }
+}
+
+/// `table[x << 8 | y]`: the dot product of the two packed e2m1 pairs of bytes `x` and `y`
+/// (low nibble with low nibble, high with high), in doubled codes (so an exact integer).
+fn byte_pair_products() -> &'static [i16; 1 << 16] {
+    static TABLE: std::sync::OnceLock<Box<[i16; 1 << 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0i16; 1 << 16]);
+        for (i, v) in t.iter_mut().enumerate() {
+            let (x, y) = ((i >> 8) as u8, i as u8);
+            let lo = i16::from(e2m1_times2(x & 0xF)) * i16::from(e2m1_times2(y & 0xF));
+            let hi = i16::from(e2m1_times2(x >> 4)) * i16::from(e2m1_times2(y >> 4));
+            *v = lo + hi;
+        }
+        t
+    })
 }
 
 /// The arithmetic of one `tcgen05.mma ... .kind::mxf4nvf4.block_scale.scale_vec::4X` (PTX ISA
@@ -370,7 +389,9 @@ pub fn scale_value(byte: u8, format: ScaleFormat) -> Result<f64, String> {
 /// in f64 and the result rounded once to f32 (round to nearest even). Whenever the f64 sum is
 /// exact (always, unless the block terms span more than ~30 binades) this is the correctly
 /// rounded f32 of the exact result; on the benchmark's inputs every partial sum is exact in f32
-/// anyway. A NaN scale or a NaN input D gives the canonical NaN `0x7FFF_FFFF`.
+/// anyway. A NaN scale or a NaN input D gives the canonical NaN `0x7FFF_FFFF`. Negation
+/// (`negate` = negate-A xor negate-B) negates the instruction's sum before it is added, so
+/// a zero sum becomes -0 (the hardware's sign of zero is undocumented).
 #[allow(clippy::too_many_arguments)]
 pub fn mma_block_scale_4x(
     n: usize,
@@ -394,23 +415,21 @@ pub fn mma_block_scale_4x(
             return Err(format!("mxf4nvf4 m128n{n}k64: operand {name} has {len} elements, expected {want}"));
         }
     }
-    let unpack = |bytes: &[u8]| -> Vec<i16> {
-        bytes.iter().flat_map(|&x| [i16::from(e2m1_times2(x & 0xF)), i16::from(e2m1_times2(x >> 4))]).collect()
-    };
-    let a = unpack(a);
-    let b = unpack(b);
-    // Codes were doubled: each product carries a factor 4.
+    let pairs = byte_pair_products();
+    // Codes are doubled in the table: each product carries a factor 4.
     let sign = if negate { -0.25 } else { 0.25 };
-    for (m, d_row) in d.chunks_exact_mut(n).enumerate() {
-        let a_row = &a[m * MMA_K..(m + 1) * MMA_K];
-        let sa = &sfa[m * 4..m * 4 + 4];
-        for (j, dst) in d_row.iter_mut().enumerate() {
-            let b_row = &b[j * MMA_K..(j + 1) * MMA_K];
-            let sb = &sfb[j * 4..j * 4 + 4];
+    for ((d_row, a_row), sa) in d.chunks_exact_mut(n).zip(a.chunks_exact(rb)).zip(sfa.chunks_exact(4)) {
+        // Row m's bytes as table row offsets, so the inner loop is one add per byte pair.
+        let mut a_idx = [0usize; ROW_BYTES as usize];
+        a_idx.iter_mut().zip(a_row).for_each(|(i, &x)| *i = usize::from(x) << 8);
+        for ((dst, b_row), sb) in d_row.iter_mut().zip(b.chunks_exact(rb)).zip(sfb.chunks_exact(4)) {
             let mut sum = 0.0f64;
             for s in 0..4 {
-                let r = s * SCALE_BLOCK..(s + 1) * SCALE_BLOCK;
-                let dot: i32 = a_row[r.clone()].iter().zip(&b_row[r]).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum();
+                let bytes = SCALE_BLOCK / 2;
+                let mut dot = 0i32;
+                for (&i, &y) in a_idx[s * bytes..][..bytes].iter().zip(&b_row[s * bytes..][..bytes]) {
+                    dot += i32::from(pairs[i | usize::from(y)]);
+                }
                 sum += f64::from(dot) * sa[s] * sb[s];
             }
             let total = if accumulate { f64::from(*dst) + sign * sum } else { sign * sum };
@@ -456,7 +475,8 @@ mod tests {
         assert_eq!(d.mma_operand_chunk(0, 0), Ok(0x400));
         assert_eq!(d.mma_operand_chunk(0, 1), Ok(0x410));
         assert_eq!(d.mma_operand_chunk(3, 0), Ok(0x400 + 3 * 128 + 3 * 16));
-        assert_eq!(d.mma_operand_chunk(9, 1), Ok(0x400 + 1024 + 128 + (1 ^ 1) * 16));
+        // Row 9, chunk 1: chunk index 1 ^ (row % 8 = 1) = 0.
+        assert_eq!(d.mma_operand_chunk(9, 1), Ok(0x400 + 1024 + 128));
         // The next K step: start + 32 gives chunks 2 and 3 of each row, swizzled.
         let d = decode_smem_desc(0x4000_4040_0000_0042).unwrap();
         assert_eq!(d.mma_operand_chunk(5, 0), Ok(0x400 + 5 * 128 + (2 ^ 5) * 16));
@@ -482,5 +502,24 @@ mod tests {
         assert_eq!(d[8], 10.0);
         mma_block_scale_4x(8, &a, &b, &sfa, &sfb, true, &mut d, false).unwrap();
         assert_eq!(d[0], -1.0);
+    }
+}
+#[cfg(test)]
+mod bench {
+    /// Time of one m128n256k64 (`cargo test -p emu --lib bench -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn bench_mma_n256() {
+        use super::*;
+        let a: Vec<u8> = (0..128 * 32).map(|i| (i * 37 % 251) as u8).collect();
+        let b: Vec<u8> = (0..256 * 32).map(|i| (i * 91 % 241) as u8).collect();
+        let sfa = vec![1.0; 128 * 4];
+        let sfb = vec![0.5; 256 * 4];
+        let mut d = vec![0f32; 128 * 256];
+        let t = std::time::Instant::now();
+        for _ in 0..200 {
+            mma_block_scale_4x(256, &a, &b, &sfa, &sfb, false, &mut d, true).unwrap();
+        }
+        eprintln!("{:?} per m128n256k64", t.elapsed() / 200);
     }
 }

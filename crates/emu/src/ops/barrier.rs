@@ -3,8 +3,8 @@
 //! Barrier `a` (0..16) completes when `b` threads have arrived (all of the CTA's threads
 //! when `b` is omitted). `bar.sync` waits for completion, `bar.arrive` does not. All
 //! arrivals of one phase must agree on `b`. Completion also orders memory: everything
-//! written before the arrivals is visible after the wait (under emulation memory is
-//! always coherent, so only the waiting is modelled).
+//! written before the arrivals is visible after the wait (the emulator's race
+//! detector records the happens-before edge: see `race.rs`).
 
 use super::exec;
 use crate::cta::{NAMED_BARRIERS, WARP, Wait};
@@ -42,10 +42,20 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
     let padding = if ex.me + 1 == threads { threads.next_multiple_of(WARP) - threads } else { 0 };
     b.arrived += 1 + padding;
     let generation = b.generation;
-    if b.arrived >= b.expected {
+    let complete = b.arrived >= b.expected;
+    if complete {
         b.arrived = 0;
         b.generation += 1;
-    } else if wait {
+    }
+    // Arrivals release; completion lets the `bar.sync` threads of the generation acquire.
+    let (me, st) = (ex.me, &mut *ex.st);
+    if let Some(race) = st.race.as_deref_mut() {
+        race.bar_arrive(id, me);
+        if complete {
+            race.bar_complete(id, generation, &st.threads, wait.then_some(me));
+        }
+    }
+    if !complete && wait {
         ex = ex.block(Wait::Bar { id, generation });
     }
     if wait {

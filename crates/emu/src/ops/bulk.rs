@@ -39,7 +39,8 @@ fn enqueue(mut ex: super::Exec, source: Source, dst: u32, bytes: u32, mbar: u32)
     let r = ex.st.smem.index(dst, bytes, 16);
     let (mut ex, i) = ex.check(r);
     let r = ex.st.smem.claim_for_async_write(i, bytes as usize);
-    let (mut ex, ()) = ex.check(r);
+    let (ex, ()) = ex.check(r);
+    let mut ex = ex.async_write_issue(i, bytes as usize, crate::race::Kind::Bulk);
     let sequence = ex.st.next_sequence();
     let (thread, loc) = (ex.me, ex.loc);
     ex.st.bulk.push_back(BulkCopy { sequence, source, dst, bytes, mbarrier: mbar, thread, loc });
@@ -121,7 +122,10 @@ pub(crate) fn complete_front(cta: &Cta<'_>, st: &mut CtaState) -> Result<(), Emu
     }
     let i = (copy.dst - base) as usize;
     st.smem.async_writers[i..i + copy.bytes as usize].iter_mut().for_each(|b| *b -= 1);
-    let m = st.mbarriers.get_mut(&copy.mbarrier).ok_or_else(|| {
+    // The write is the issuing thread's, at completion; so is the `complete_tx` release.
+    let kind = crate::race::Kind::Bulk;
+    crate::race::async_write_complete(st, copy.thread, i, copy.bytes as usize, kind, "cp.async.bulk", copy.loc)?;
+    let m = st.mbarriers.get(&copy.mbarrier).ok_or_else(|| {
         fail(ErrorKind::Mbarrier, format!("mbarrier {:#x} of a bulk copy no longer exists", copy.mbarrier))
     })?;
     if !m.init_fenced {
@@ -135,5 +139,6 @@ pub(crate) fn complete_front(cta: &Cta<'_>, st: &mut CtaState) -> Result<(), Emu
             ),
         ));
     }
-    m.complete_tx(copy.bytes).map_err(|msg| fail(ErrorKind::Mbarrier, format!("mbarrier {:#x}: {msg}", copy.mbarrier)))
+    crate::race::mbarrier_signal(st, copy.mbarrier, Some(copy.thread), |m| m.complete_tx(copy.bytes))
+        .map_err(|msg| fail(ErrorKind::Mbarrier, format!("mbarrier {:#x}: {msg}", copy.mbarrier)))
 }

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use super::{Exec, exec};
 use crate::cta::{Cta, CtaState};
 use crate::memory::UnfencedWrite;
+use crate::race::Kind;
 use crate::report::{EmuError, ErrorKind, Loc};
 
 #[derive(Clone, Debug)]
@@ -70,7 +71,8 @@ pub fn copy(dst: u32, src: u64, size: u32, src_size: u32) {
         ex.fail(ErrorKind::OutOfBounds, m);
     }
     let r = ex.st.smem.claim_for_async_write(i, size as usize);
-    let (mut ex, ()) = ex.check(r);
+    let (ex, ()) = ex.check(r);
+    let mut ex = ex.async_write_issue(i, size as usize, Kind::CpAsync);
     let sequence = ex.st.next_sequence();
     let (me, loc) = (ex.me as usize, ex.loc);
     let copies = &mut ex.st.copies[me];
@@ -179,6 +181,7 @@ pub(crate) fn complete_oldest(cta: &Cta<'_>, st: &mut CtaState, thread: u32) -> 
     st.smem.async_writers[i..i + n].iter_mut().for_each(|b| *b -= 1);
     st.smem.unfenced_by[i..i + n].iter_mut().for_each(|b| *b = thread + 1);
     st.smem.unfenced[thread as usize].push(UnfencedWrite { start: copy.dst, len: copy.size, loc: copy.loc });
+    crate::race::async_write_complete(st, thread, i, n, Kind::CpAsync, "cp.async", copy.loc)?;
     fire_triggers(cta, st, thread)
 }
 
@@ -190,14 +193,16 @@ fn fire_triggers(_cta: &Cta<'_>, st: &mut CtaState, thread: u32) -> Result<(), E
             return Ok(());
         }
         let trigger = st.copies[thread as usize].triggers.remove(0);
-        let m = st.mbarriers.get_mut(&trigger.mbarrier).ok_or_else(|| {
-            EmuError::new(
+        if !st.mbarriers.contains_key(&trigger.mbarrier) {
+            return Err(EmuError::new(
                 ErrorKind::Mbarrier,
                 "cp.async.mbarrier.arrive",
                 format!("mbarrier {:#x} vanished", trigger.mbarrier),
-            )
-        })?;
-        m.arrive(1).map_err(|msg| {
+            ));
+        }
+        // The arrival is made on behalf of the issuing thread, releasing its accesses
+        // (its copies' writes included).
+        crate::race::mbarrier_signal(st, trigger.mbarrier, Some(thread), |m| m.arrive(1)).map_err(|msg| {
             EmuError::new(
                 ErrorKind::Mbarrier,
                 "cp.async.mbarrier.arrive",

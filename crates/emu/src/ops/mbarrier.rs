@@ -121,11 +121,15 @@ pub fn init(addr: u32, count: u32) {
         addr,
         Mbarrier { count, pending: count, tx: 0, phase: 0, initialised_by: me, init_fenced: false, init_loc: loc },
     );
+    if let Some(race) = ex.st.race.as_deref_mut() {
+        race.mbarrier_init(addr);
+    }
 }
 
 /// Runs `f` on the mbarrier at `addr` for `instruction`, failing the launch on its error.
-/// An arrival (`arrives`) signals other threads: this thread's `tcgen05.ld`s must be
-/// ordered before it by `tcgen05.fence::before_thread_sync`.
+/// An arrival (`arrives`) signals other threads: it releases this thread's accesses, and
+/// this thread's `tcgen05.ld`s must be ordered before it by
+/// `tcgen05.fence::before_thread_sync`.
 #[track_caller]
 fn with_barrier(
     instruction: &'static str,
@@ -139,8 +143,8 @@ fn with_barrier(
         let r = ex.st.tcgen05.check_before_sync(ex.me);
         ex = ex.check(r).0;
     }
-    let m = ex.st.mbarriers.get_mut(&addr).expect("looked up");
-    match f(m) {
+    let me = ex.me;
+    match crate::race::mbarrier_signal(&mut ex.st, addr, arrives.then_some(me), f) {
         Ok(v) => v,
         Err(message) => ex.fail(ErrorKind::Mbarrier, format!("mbarrier {addr:#x}: {message}")),
     }
@@ -181,8 +185,11 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.try_wait.parity.shared::cta.b64");
     let (mut ex, ()) = lookup(ex, addr);
     if !ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        // Acquires when the phase completes (see `race::mbarrier_signal`), and again below
+        // (the same phase, unless an arrival bypassed `mbarrier_signal`).
         ex = ex.block(Wait::Mbarrier { addr, parity: parity & 1 });
     }
+    acquire(&mut ex, addr);
     let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
     ex.st.tcgen05.synchronised(me, instruction, loc);
     true
@@ -196,6 +203,7 @@ pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     let ex = exec("mbarrier.test_wait.parity.shared::cta.b64");
     let (mut ex, ()) = lookup(ex, addr);
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
+        acquire(&mut ex, addr);
         let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
         ex.st.tcgen05.synchronised(me, instruction, loc);
         return true;
@@ -203,4 +211,14 @@ pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     let super::Exec { cta, me, st, instruction, loc } = ex;
     drop(cta.yield_baton(me, st, Wait::Mbarrier { addr, parity: parity & 1 }, instruction, loc));
     false
+}
+
+/// A wait that observed the last completed phase of the mbarrier at `addr` acquires what
+/// was released into it.
+fn acquire(ex: &mut Exec, addr: u32) {
+    let me = ex.me;
+    let phase = ex.st.mbarriers[&addr].phase;
+    if let Some(race) = ex.st.race.as_deref_mut() {
+        race.mbarrier_acquire(addr, phase, me);
+    }
 }

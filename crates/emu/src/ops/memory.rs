@@ -3,6 +3,7 @@
 
 use super::exec;
 use crate::memory::{Pod, UnfencedWrite};
+use crate::race::Kind;
 use crate::report::ErrorKind;
 
 /// `ld.shared.T`: a generic-proxy read. Fails if an asynchronous copy still owns a byte
@@ -24,6 +25,7 @@ pub fn ld_shared<T: Pod>(addr: u32) -> T {
     if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
         ex.fail(ErrorKind::Mbarrier, format!("generic load of {addr:#x} reads an mbarrier object"));
     }
+    let ex = ex.shared_access(i, n, Kind::Read);
     // SAFETY: `index` checked the range; T accepts any bit pattern.
     unsafe { std::ptr::read_unaligned(ex.st.smem.bytes[i..].as_ptr() as *const T) }
 }
@@ -36,7 +38,7 @@ pub fn st_shared<T: Pod>(addr: u32, value: T) {
     let size = size_of::<T>() as u32;
     let ex = exec("st.shared");
     let r = ex.st.smem.index(addr, size, size.min(16));
-    let (mut ex, i) = ex.check(r);
+    let (ex, i) = ex.check(r);
     let n = size as usize;
     if let Some(b) = (i..i + n).find(|&b| ex.st.smem.async_writers[b] > 0) {
         let a = ex.st.smem.base + b as u32;
@@ -58,6 +60,7 @@ pub fn st_shared<T: Pod>(addr: u32, value: T) {
     if ex.st.smem.mbarrier_bytes[i..i + n].iter().any(|&m| m) {
         ex.fail(ErrorKind::Mbarrier, format!("generic store to {addr:#x} overwrites an mbarrier object"));
     }
+    let mut ex = ex.shared_access(i, n, Kind::Write);
     // SAFETY: as in `ld_shared`.
     unsafe { std::ptr::write_unaligned(ex.st.smem.bytes[i..].as_mut_ptr() as *mut T, value) };
     let me = ex.me as usize;

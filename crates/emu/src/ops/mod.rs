@@ -75,7 +75,7 @@ pub(crate) fn exec(instruction: &'static str) -> Exec {
     let loc = Location::caller();
     let (cta, me) = current(instruction);
     count(instruction);
-    let mut st = cta.lock();
+    let mut st = cta.maybe_preempt(me, cta.lock());
     debug_assert_eq!(st.baton, me, "only the baton holder executes instructions");
     if !instruction.starts_with("mbarrier.test_wait") {
         st.futile_polls = 0;
@@ -185,6 +185,11 @@ impl Exec {
         if r.count == r.members.len() {
             let members = r.members.clone();
             let inputs = r.inputs.clone();
+            // The members synchronise: each knows what all knew (before `complete`, which
+            // may check shared-memory accesses made on the members' behalf).
+            if let Some(race) = self.st.race.as_deref_mut() {
+                race.join_members(&members);
+            }
             let mut outputs = vec![0; members.len()];
             if let Err((kind, message)) = complete(&mut self, &members, &inputs, &mut outputs) {
                 self.fail(kind, message);

@@ -18,8 +18,18 @@
 //!   shared bytes they read are claimed (a store into them is `InFlightRead`) and the TMEM
 //!   columns they read and write are owned (a `ld` of them, or another thread's `cp`/`mma`
 //!   touching them, is reported).
+//! * **Ordering.** Executing a thread's ops in issue order is stronger than the hardware:
+//!   PTX ISA 9.7.16.6 orders only the pipelines `cp` → `mma` and `mma` → `mma` with the same
+//!   accumulator (address, shape, kind). So a pending op that an unordered later op of the
+//!   same thread could race with is reported at the later op's issue: `mma` → `cp` or
+//!   `cp` → `cp` on the same columns, and `mma` → `mma` through different but overlapping
+//!   accumulators or through columns one reads as scale factors and the other writes.
+//! * **Scale factors** are read at execution from all four lane quarters, which must hold
+//!   equal, written words (a cell nothing wrote since its allocation is reported).
 //! * **`ld` is asynchronous too:** the registers hold [`LD_POISON`] until the warp's
-//!   `wait_ld`, so a missing wait yields NaN.
+//!   `wait_ld`, so a missing wait yields NaN (and a register written before the wait is
+//!   reported). A `cp`/`mma` may not overwrite columns another thread has read with a `ld`
+//!   that it has not yet released with `fence::before_thread_sync`.
 //! * **Fences.** After a thread synchronisation (a completed mbarrier wait or `bar.sync`) a
 //!   thread must execute `fence::after_thread_sync` before its next `mma`/`cp`/`ld`/
 //!   `dealloc`; after a `ld` it must execute `fence::before_thread_sync` (or a `commit`,
@@ -163,8 +173,9 @@ struct ThreadUnit {
     loads: Vec<PendingLd>,
     /// A synchronisation this thread completed with no `fence::after_thread_sync` since.
     synced: Option<(&'static str, Loc)>,
-    /// A `ld` this thread issued with no `fence::before_thread_sync` since.
-    ld_unfenced: Option<Loc>,
+    /// The first `ld` this thread issued with no `fence::before_thread_sync` since, and
+    /// the columns of all such `ld`s.
+    ld_unfenced: Option<(Loc, Vec<Range<u32>>)>,
 }
 
 /// The CTA's tcgen05 state: tensor memory, allocations, and each thread's async work.
@@ -195,8 +206,8 @@ impl Tcgen05Unit {
     /// Whether thread `thread` may signal other threads now (an arrive or `bar.sync`): not
     /// while a `tcgen05.ld` of it is unordered by `fence::before_thread_sync`.
     pub fn check_before_sync(&self, thread: u32) -> Result<(), (ErrorKind, String)> {
-        match self.threads[thread as usize].ld_unfenced {
-            Some(at) => Err((
+        match &self.threads[thread as usize].ld_unfenced {
+            Some((at, _)) => Err((
                 ErrorKind::Tcgen05,
                 format!(
                     "this thread's tcgen05.ld at {}:{} is not ordered before this synchronisation: missing \
@@ -238,6 +249,23 @@ impl Tcgen05Unit {
             .min()
     }
 
+    /// For deadlock reports: the threads holding tcgen05 ops that no commit follows (their
+    /// completion can never be observed).
+    pub fn uncommitted_summary(&self) -> Option<String> {
+        let lines: Vec<String> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(t, q)| {
+                let committed = q.commits.back().map_or(0, |c| c.after);
+                let first = q.ops.iter().find(|o| o.sequence > committed)?;
+                let count = q.ops.iter().filter(|o| o.sequence > committed).count();
+                Some(format!("thread {t} holds {count} uncommitted tcgen05 op(s), the first the {}", first.at()))
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
+    }
+
     /// A description of the allocations, for reports.
     pub fn allocations_summary(&self) -> String {
         if self.allocations.is_empty() {
@@ -266,6 +294,97 @@ impl Tcgen05Unit {
                 self.allocations_summary()
             ),
         ))
+    }
+
+    /// Why a `cp` by thread `me` into columns `cols` may not be issued now, if it may not.
+    /// The PTX pipelines (ISA 9.7.16.6) order a thread's `cp` before its later `mma`, but
+    /// neither `mma` → `cp` nor `cp` → `cp`: a pending op that reads or writes the columns
+    /// (of any thread) races with the copy.
+    fn cp_conflict(&self, me: u32, cols: &Range<u32>) -> Option<String> {
+        let (c0, c1) = (cols.start, cols.end);
+        let ops = || self.threads.iter().enumerate().flat_map(|(t, q)| q.ops.iter().map(move |o| (t as u32, o)));
+        if let Some((t, o)) = ops().find(|(_, o)| o.reads().iter().any(|r| overlap(r, cols))) {
+            return Some(if t == me {
+                format!(
+                    "overwrites tensor-memory columns {c0}..{c1} that this thread's pending {} still reads: the PTX \
+                     ordering rules order cp before a later mma of the same thread, not mma before a later cp (use \
+                     separate scale columns per pipeline stage, or wait for the mma's commit first)",
+                    o.at()
+                )
+            } else {
+                format!(
+                    "overwrites tensor-memory columns {c0}..{c1} that the pending {} by thread {t} still reads",
+                    o.at()
+                )
+            });
+        }
+        if let Some((t, o)) = ops().find(|(_, o)| overlap(&o.writes(), cols)) {
+            return Some(if t == me {
+                format!(
+                    "writes tensor-memory columns {c0}..{c1} that this thread's pending {} also writes: the PTX \
+                     ordering rules do not order {} before a later cp, so the final contents are undefined",
+                    o.at(),
+                    o.name()
+                )
+            } else {
+                format!(
+                    "writes tensor-memory columns {c0}..{c1} that the pending {} by thread {t} also writes (unordered)",
+                    o.at()
+                )
+            });
+        }
+        None
+    }
+
+    /// Why an `mma` by thread `me` into the accumulator at column `d` (`n` columns), with
+    /// scale factors in `scales`, may not be issued now, if it may not. Another thread's
+    /// pending op may not touch the accumulator or write the scales. Of this thread's own
+    /// pending ops, `cp`s are ordered before it, but an earlier `mma` only when it has the
+    /// same accumulator (address and shape: PTX ISA 9.7.16.6's pipeline "same N and
+    /// accumulator, shape and kind").
+    fn mma_conflict(&self, me: u32, d: u32, n: u32, scales: &[Range<u32>; 2]) -> Option<String> {
+        let d_cols = d..d + n;
+        for (t, q) in self.threads.iter().enumerate() {
+            for o in &q.ops {
+                let writes = o.writes();
+                let touches_d = overlap(&writes, &d_cols) || o.reads().iter().any(|r| overlap(r, &d_cols));
+                let writes_scales = scales.iter().any(|c| overlap(&writes, c));
+                if t as u32 != me {
+                    if touches_d || writes_scales {
+                        return Some(format!(
+                            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator \
+                             or scale factors): operations of different threads are not ordered",
+                            o.at()
+                        ));
+                    }
+                    continue;
+                }
+                let OpKind::Mma { d: od, idesc: oid, sfa, sfb, .. } = o.kind else { continue };
+                let same_accumulator = od == d && oid.n == n;
+                let unordered = if overlap(&writes, &d_cols) && !same_accumulator {
+                    Some(format!(
+                        "writes accumulator columns {od}..{} that overlap this mma's {}..{}",
+                        od + oid.n,
+                        d,
+                        d + n
+                    ))
+                } else if [sfa..sfa + 4, sfb..sfb + sfb_columns(oid.n)].iter().any(|r| overlap(r, &d_cols)) {
+                    Some("reads, as scale factors, columns this mma's accumulator overwrites".to_string())
+                } else if writes_scales && !same_accumulator {
+                    Some("writes columns this mma reads as scale factors".to_string())
+                } else {
+                    None
+                };
+                if let Some(what) = unordered {
+                    return Some(format!(
+                        "this thread's pending {} {what}: the PTX pipelines order mma before mma only for the same \
+                         accumulator (address and shape), so the two are unordered",
+                        o.at()
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// The pending op of any thread that `overlaps` (given the op) first, with its thread.
@@ -305,6 +424,31 @@ fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) ->
         )),
         None => Ok(()),
     }
+}
+
+/// Fails if another thread read columns `cols` with a `tcgen05.ld` that no
+/// `fence::before_thread_sync` of that thread has ordered yet: nothing can order that read
+/// before this write (the pattern is ld, `fence::before_thread_sync`, then a signal the
+/// writer waits for).
+fn require_reads_released(ex: Exec, cols: &Range<u32>) -> Exec {
+    let me = ex.me;
+    let unreleased = ex.st.tcgen05.threads.iter().enumerate().find_map(|(t, q)| {
+        let (at, ranges) = q.ld_unfenced.as_ref()?;
+        (t as u32 != me && ranges.iter().any(|r| overlap(r, cols))).then_some((t, *at))
+    });
+    if let Some((t, at)) = unreleased {
+        let message = format!(
+            "writes tensor-memory columns {}..{} that thread {t} read with the tcgen05.ld at {}:{} and has not \
+             released with tcgen05.fence::before_thread_sync (then a synchronisation this thread waits for): the \
+             write may overtake the read",
+            cols.start,
+            cols.end,
+            at.file(),
+            at.line()
+        );
+        ex.fail(ErrorKind::Tcgen05, message);
+    }
+    ex
 }
 
 /// Fails unless the calling thread executed `fence::after_thread_sync` since its last
@@ -377,6 +521,9 @@ pub fn alloc(dst: u32, columns: u32) {
                 unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
                 unit.allocations.insert(column, Allocation { columns, loc });
                 store_address(&mut ex.st.smem, dst, column)?;
+                // A write on behalf of the whole warp (see `race::collective_write`).
+                let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
+                crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
                 out.iter_mut().for_each(|o| *o = 1);
                 Ok(())
             });
@@ -497,7 +644,28 @@ fn claim_chunks(ex: Exec, chunks: &[u32], which: &str, desc: u64) -> Exec {
     if let Some((kind, message)) = error {
         ex.fail(kind, message);
     }
+    let saturated = {
+        let smem = &ex.st.smem;
+        chunks.iter().find(|&&addr| {
+            let i = (addr - smem.base) as usize;
+            smem.async_readers[i..i + 16].contains(&u8::MAX)
+        })
+    };
+    if let Some(addr) = saturated {
+        let message = format!(
+            "shared chunk {addr:#x} already has {} pending async-proxy readers, the most the emulator tracks",
+            u8::MAX
+        );
+        ex.fail(ErrorKind::Unsupported, message);
+    }
     let mut ex = ex;
+    // Every write of the operand must happen before the issue (data-race detection).
+    let (me, loc) = (ex.me, ex.loc);
+    for &addr in chunks {
+        let i = (addr - ex.st.smem.base) as usize;
+        let r = crate::race::async_read(&mut ex.st, me, i, 16, loc, false).map_err(|m| (ErrorKind::DataRace, m));
+        ex = ex.check(r).0;
+    }
     let smem = &mut ex.st.smem;
     for &addr in chunks {
         let i = (addr - smem.base) as usize;
@@ -537,37 +705,10 @@ pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
     let (ex, desc) = ex.check(desc);
     let rows: Result<Vec<u32>, _> = (0..32).map(|r| desc.cp_row(r)).collect();
     let (ex, rows) = ex.check(rows.map_err(|e| desc_error("source", src_desc, e)));
-    let me = ex.me;
-    let conflict = ex.st.tcgen05.find_pending(|o| o.reads().iter().any(|r| overlap(r, &cols)));
-    if let Some((t, op)) = conflict {
-        let message = if t == me {
-            format!(
-                "overwrites tensor-memory columns {}..{} that this thread's pending {} still reads: the PTX ordering \
-                 rules order cp before a later mma of the same thread, not mma before a later cp (use separate scale \
-                 columns per pipeline stage, or wait for the mma's commit first)",
-                cols.start,
-                cols.end,
-                op.at()
-            )
-        } else {
-            format!(
-                "overwrites tensor-memory columns {}..{} that the pending {} by thread {t} still reads",
-                cols.start,
-                cols.end,
-                op.at()
-            )
-        };
+    if let Some(message) = ex.st.tcgen05.cp_conflict(ex.me, &cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
-    if let Some((t, op)) = ex.st.tcgen05.find_pending(|o| overlap(&o.writes(), &cols)).filter(|(t, _)| *t != me) {
-        let message = format!(
-            "writes tensor-memory columns {}..{} that the pending {} by thread {t} also writes (unordered)",
-            cols.start,
-            cols.end,
-            op.at()
-        );
-        ex.fail(ErrorKind::Tcgen05, message);
-    }
+    let ex = require_reads_released(ex, &cols);
     let ex = claim_chunks(ex, &rows, "source", src_desc);
     enqueue(ex, OpKind::Cp { rows, column });
 }
@@ -642,21 +783,11 @@ pub fn mma_mxf4nvf4_block_scale_4x(
     let (ex, a_chunks) = ex.check(r);
     let r = chunks(b_desc, id.n, "B");
     let (ex, b_chunks) = ex.check(r);
-    let me = ex.me;
-    // Another thread's pending op touching the accumulator, or writing the scales, races.
-    let conflict = ex.st.tcgen05.find_pending(|o| {
-        overlap(&o.writes(), &d_cols)
-            || o.reads().iter().any(|r| overlap(r, &d_cols))
-            || checks[1..].iter().any(|(c, _)| overlap(&o.writes(), c))
-    });
-    if let Some((t, op)) = conflict.filter(|(t, _)| *t != me) {
-        let message = format!(
-            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator or scale \
-             factors): operations of different threads are not ordered",
-            op.at()
-        );
+    let scale_cols = [checks[1].0.clone(), checks[2].0.clone()];
+    if let Some(message) = ex.st.tcgen05.mma_conflict(ex.me, dc, id.n, &scale_cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
+    let ex = require_reads_released(ex, &d_cols);
     let ex = claim_chunks(ex, &a_chunks, "A", a_desc);
     let ex = claim_chunks(ex, &b_chunks, "B", b_desc);
     enqueue(ex, OpKind::Mma { d: dc, idesc: id, a_chunks, b_chunks, sfa: ac, sfb: bc, accumulate: enable_input_d });
@@ -692,8 +823,8 @@ fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
             EmuError::new(ErrorKind::Mbarrier, "tcgen05.commit", format!("mbarrier {:#x}: {m}", c.mbarrier))
                 .at(thread, c.loc)
         };
-        let m = st.mbarriers.get_mut(&c.mbarrier).ok_or_else(|| fail("no longer exists".into()))?;
-        m.arrive(1).map_err(fail)?;
+        // The arrival releases the issuing thread's accesses, the completed reads included.
+        crate::race::mbarrier_signal(st, c.mbarrier, Some(thread), |m| m.arrive(1)).map_err(fail)?;
     }
 }
 
@@ -701,6 +832,12 @@ fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
 pub(crate) fn complete_oldest(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
     let Some(op) = st.tcgen05.threads[thread as usize].ops.pop_front() else { return Ok(()) };
     let result = execute(st, &op);
+    // The reads are remembered at the issuer's clock now, so the commit's arrival releases them.
+    for addr in op.smem_chunks() {
+        let i = (addr - st.smem.base) as usize;
+        crate::race::async_read(st, thread, i, 16, op.loc, true)
+            .map_err(|m| EmuError::new(ErrorKind::DataRace, op.name(), m).at(thread, op.loc))?;
+    }
     let smem = &mut st.smem;
     for addr in op.smem_chunks() {
         let i = (addr - smem.base) as usize;
@@ -770,7 +907,7 @@ fn execute(st: &mut CtaState, op: &Op) -> Result<(), (ErrorKind, String)> {
                     }
                     for byte in tmem.cells[first].to_le_bytes() {
                         out.push(scale_value(byte, idesc.scale).map_err(|m| {
-                            (ErrorKind::Unsupported, format!("scale factor of {which} row {r} (column {column}): {m}"))
+                            (ErrorKind::Tcgen05, format!("scale factor of {which} row {r} (column {column}): {m}"))
                         })?);
                     }
                 }
@@ -894,7 +1031,7 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
             unsafe { std::slice::from_raw_parts_mut(s.c as *mut u32, n as usize) }.fill(LD_POISON);
             let q = &mut unit.threads[m as usize];
             q.loads.push(PendingLd { regs: s.c as usize, values });
-            q.ld_unfenced = Some(loc);
+            q.ld_unfenced.get_or_insert_with(|| (loc, Vec::new())).1.push(cols.clone());
         }
         Ok(())
     });
@@ -909,8 +1046,21 @@ pub fn wait_ld() {
     let (ex, warp, members) = full_warp(ex);
     let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
         for &m in members {
-            for ld in std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads) {
-                // SAFETY: guaranteed live until this wait by the caller of `ld_32x32b`.
+            let loads = std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads);
+            // SAFETY (both loops): guaranteed live until this wait by the caller of `ld_32x32b`.
+            for ld in &loads {
+                let regs = unsafe { std::slice::from_raw_parts(ld.regs as *const u32, ld.values.len()) };
+                if let Some(i) = regs.iter().position(|&r| r != LD_POISON) {
+                    return Err((
+                        ErrorKind::Tcgen05,
+                        format!(
+                            "thread {m} wrote destination register {i} of a tcgen05.ld before this tcgen05.wait::ld \
+                             (the load may still be writing it)"
+                        ),
+                    ));
+                }
+            }
+            for ld in loads {
                 unsafe { std::slice::from_raw_parts_mut(ld.regs as *mut u32, ld.values.len()) }
                     .copy_from_slice(&ld.values);
             }

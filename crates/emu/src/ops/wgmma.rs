@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use super::exec;
 use crate::cta::{Scope, Slot, WARPGROUP};
 use crate::model::wgmma::{a_frag_coord, acc_coord, decode_desc, mma_f16_f32, valid_n};
+use crate::race;
 use crate::report::{ErrorKind, Loc};
 
 /// The bits an in-flight accumulator register holds: a quiet NaN with a recognisable
@@ -209,6 +210,13 @@ fn issue(
         let i = (addr - smem.base) as usize;
         smem.async_readers[i..i + CHUNK as usize].iter_mut().for_each(|r| *r += 1);
     }
+    // Every write to the operands must be ordered before the issue (on the warpgroup's
+    // behalf: the collective joined its threads).
+    let loc = ex.loc;
+    for &addr in a_chunks.iter().chain(&b_chunks) {
+        let i = (addr - ex.st.smem.base) as usize;
+        race::wgmma_read(&mut ex.st, members, i, CHUNK as usize, loc, false).map_err(|m| (ErrorKind::DataRace, m))?;
+    }
     let half = (args.n / 2) as usize;
     let accumulators: Vec<usize> = inputs.iter().map(|s| s.c as usize).collect();
     let state = &mut ex.st.wgmma[wg as usize];
@@ -373,6 +381,12 @@ fn complete(ex: &mut super::Exec, wg: u32, op: MmaOp) -> Result<(), (ErrorKind, 
     for &addr in a_chunks.iter().chain(&op.b_chunks) {
         let i = (addr - smem.base) as usize;
         smem.async_readers[i..i + CHUNK as usize].iter_mut().for_each(|r| *r -= 1);
+    }
+    // The reads happened by this wait: a later write must be ordered after it.
+    for &addr in a_chunks.iter().chain(&op.b_chunks) {
+        let i = (addr - ex.st.smem.base) as usize;
+        race::wgmma_read(&mut ex.st, &op.members, i, CHUNK as usize, op.loc, true)
+            .map_err(|m| (ErrorKind::DataRace, m))?;
     }
     Ok(())
 }

@@ -17,3 +17,21 @@ pub fn sync(id: u32, threads: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
     emu::ops::barrier::sync(id, threads)
 }
+
+/// `barrier.sync id, threads;` — [`sync`] without `.aligned`: defined even when the
+/// threads of a warp reach it at different instructions. `bar.sync` is
+/// `barrier.sync.aligned`, undefined unless every thread executes the same instruction;
+/// LLVM does not treat an `asm!` block as convergent and may duplicate a barrier that
+/// follows an `if tid == 0 { .. }` into both arms (seen in the probes' PTX), so code
+/// with a divergent branch right before its barrier uses this form.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn sync_unaligned(id: u32, threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier; every participating thread executes it.
+    unsafe {
+        asm!("barrier.sync {}, {};", in(reg32) id, in(reg32) threads, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::barrier::sync(id, threads)
+}

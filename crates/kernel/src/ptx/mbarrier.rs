@@ -68,3 +68,54 @@ impl Mbarrier {
         while !emu::ops::mbarrier::try_wait_parity(self.0.0, parity) {}
     }
 }
+
+/// The transaction-count forms and the non-blocking test, for bulk and tensor copies.
+impl Mbarrier {
+    /// `mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [bar], bytes;` — adds
+    /// `bytes` to the current phase's expected transaction count, then arrives once. The
+    /// phase completes when its arrivals are done *and* that many bytes have been
+    /// delivered (`complete_tx`) by the copies that signal `bar`.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn arrive_expect_tx(self, bytes: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: as in `init`.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [{}], {};",
+                in(reg32) self.0.0, in(reg32) bytes, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        emu::ops::mbarrier::arrive_expect_tx(self.0.0, bytes);
+    }
+
+    /// `mbarrier.test_wait.parity.shared::cta.b64 p, [bar], parity;` — true when the phase
+    /// with parity `parity` has completed, without waiting: the current (incomplete) phase
+    /// gives false, the immediately preceding one true.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn test_wait(self, parity: u32) -> bool {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let done: u32;
+            // SAFETY: as in `init`.
+            unsafe {
+                asm!(
+                    "{{",
+                    ".reg .pred p;",
+                    "mbarrier.test_wait.parity.shared::cta.b64 p, [{bar}], {parity};",
+                    "selp.u32 {done}, 1, 0, p;",
+                    "}}",
+                    bar = in(reg32) self.0.0,
+                    parity = in(reg32) parity,
+                    done = out(reg32) done,
+                    options(nostack)
+                )
+            };
+            done != 0
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        emu::ops::mbarrier::test_wait_parity(self.0.0, parity)
+    }
+}

@@ -10,6 +10,7 @@
 //! Families, one module each, named after the PTX ISA chapters they come from.
 
 pub mod barrier;
+pub mod bulk;
 pub mod cp_async;
 pub mod cvt;
 pub mod fence;

@@ -153,3 +153,68 @@ mma_async_ss!(
     /// — D[64x128] (+)= A[64x16] · B[128x16]^T, f32 accumulators, 64 per thread.
     mma_async_ss_m64n128, 128, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
+
+macro_rules! mma_async_rs {
+    ($(#[$doc:meta])* $name:ident, $n:literal, $regs:literal, [$($i:literal)*]) => {
+        $(#[$doc])*
+        ///
+        /// The RS form: A comes from registers, four `.b32` per thread holding eight fp16
+        /// (thread `tid` of the warpgroup, `w = tid/32`, `g = lane/4`, `t = lane%4`:
+        /// `a[0]` = row 16w+g, k 2t..2t+1; `a[1]` = row 16w+g+8, same k; `a[2]`, `a[3]` the
+        /// same rows at k 2t+8..2t+9; the lower k in the low half). B is a K-major fp16
+        /// tile in shared memory described by `b`, identical in all 128 threads.
+        /// `accumulate` as in the SS form.
+        ///
+        /// # Safety
+        /// As the SS form; in addition `a` must stay alive and unchanged until a
+        /// `wait_group` covers the operation.
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(acc: &mut [f32; $regs], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: upheld by the caller as documented.
+            unsafe {
+                asm!(
+                    "{{",
+                    ".reg .pred p;",
+                    "setp.ne.b32 p, {sd}, 0;",
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.m64n", stringify!($n), "k16.f32.f16.f16 {{",
+                        super::operand_list!($($i)*),
+                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, 0;"
+                    ),
+                    "}}",
+                    $(inout(reg32) acc[$i],)*
+                    sd = in(reg32) accumulate as u32,
+                    a0 = in(reg32) a[0],
+                    a1 = in(reg32) a[1],
+                    a2 = in(reg32) a[2],
+                    a3 = in(reg32) a[3],
+                    db = in(reg64) b.0,
+                    options(nostack)
+                )
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            // SAFETY: upheld by the caller as documented.
+            unsafe {
+                emu::ops::wgmma::mma_async(emu::ops::wgmma::MmaArgs {
+                    accumulators: acc.as_mut_ptr(),
+                    n: $n,
+                    a: a.as_ptr() as u64,
+                    desc_b: b.0,
+                    accumulate,
+                    negate_a: false,
+                    negate_b: false,
+                    a_in_registers: true,
+                })
+            }
+        }
+    };
+}
+
+mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — D[64x64] (+)= A[64x16] · B[64x16]^T, A from registers, f32 accumulators, 32 per
+    /// thread.
+    mma_async_rs_m64n64, 64, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+);
