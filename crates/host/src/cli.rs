@@ -40,7 +40,8 @@ enum Command {
     Info(DeviceArg),
     /// Every available kernel on the correctness shapes plus odd ones, both distributions.
     Selftest(SelftestArgs),
-    /// Time every available kernel on the benchmark shapes (each result verified).
+    /// Time our kernels (each verified first) and the cuBLAS baselines (fp16, FP8, dequant +
+    /// fp16) on the benchmark shapes, against limits measured in the same run.
     Bench(BenchArgs),
 }
 
@@ -129,15 +130,23 @@ struct BenchArgs {
     /// Shapes to time (default: the three benchmark shapes and 2304x4608x7168).
     #[arg(long, value_delimiter = ',')]
     shape: Vec<String>,
-    /// Only this kernel (default: every kernel this GPU runs).
+    /// Only this kernel of ours (default: every kernel this GPU runs).
     #[arg(long, value_enum)]
     kernel: Option<Kernel>,
     #[arg(long, default_value_t = 50)]
     iters: usize,
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Also write the whole report (every sample, every check, the limits) as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Also draw the results as an SVG bar chart (e.g. docs/bench-h100.svg).
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Time only our kernels: no cuBLAS / cuBLASLt baselines (the copy limit is still
+    /// measured; the fp16 GEMM limit needs cuBLAS).
+    #[arg(long)]
+    no_baselines: bool,
 }
 
 /// Parses a shape argument into a `Shape` or an error naming the text.
@@ -546,64 +555,33 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
 /// The GPU MODE benchmark shapes and the large correctness shape.
 pub const BENCH_SHAPES: [&str; 4] = ["128x7168x16384", "128x4096x7168", "128x7168x2048", "2304x4608x7168"];
 
-#[derive(Clone, Debug, serde::Serialize)]
-struct BenchResult {
-    kernel: Kernel,
-    shape: String,
-    verification: Verification,
-    timing: crate::gemm::Timing,
-    speed: Speed,
-}
-
 fn bench(args: &BenchArgs) -> Result<i32> {
-    let gpu = Gpu::open(args.device)?;
-    let kernels: Vec<Kernel> = match args.kernel {
-        Some(k) => vec![k],
-        None => Kernel::ALL.into_iter().filter(|k| k.runs_on(gpu.info.compute_capability)).collect(),
-    };
-    let shapes: Vec<String> =
+    let texts: Vec<String> =
         if args.shape.is_empty() { BENCH_SHAPES.iter().map(|s| s.to_string()).collect() } else { args.shape.clone() };
-    println!(
-        "bench on {} ({} SMs, {:.0} MHz, {:.0} GB/s peak): median of {} runs, L2 flushed before each, gpumode inputs",
-        gpu.info.name,
-        gpu.info.multiprocessors,
-        gpu.info.sm_clock_mhz,
-        gpu.info.peak_bandwidth() / 1e9,
-        args.iters
-    );
-    println!(
-        "{:<7} {:<16} {:>11} {:>9} {:>8} {:>9} {:>10} {:>8}",
-        "kernel", "shape", "median us", "TFLOP/s", "GB/s", "of limit", "verified", "ulps"
-    );
-    let gemms = load_kernels(&gpu, &kernels)?;
-    let mut results = Vec::new();
-    let mut failed = false;
-    for text in &shapes {
-        let shape = parse_shape(text)?;
-        let problem = generate(shape, Distribution::GpuMode, 1);
-        let want = reference(&problem);
-        let mut d = gemms[0].upload(&problem)?;
-        for (gemm, &kernel) in gemms.iter().zip(&kernels) {
-            let verification = check("cpu", &problem, &gemm.run(&mut d)?, &want);
-            failed |= !verification.passed;
-            let timing = gemm.time(&mut d, args.iters)?;
-            let speed = Speed::new(shape, kernel, &gpu.info, timing.median_us);
-            println!(
-                "{:<7} {:<16} {:>11.2} {:>9.1} {:>8.0} {:>8.1}% {:>10} {:>8}",
-                kernel.name(),
-                shape.to_string(),
-                timing.median_us,
-                speed.tflops,
-                speed.gbps,
-                100.0 * speed.fraction_of_limit,
-                if verification.passed { "yes" } else { "NO" },
-                verification.max_ulps
-            );
-            results.push(BenchResult { kernel, shape: shape.to_string(), verification, timing, speed });
-        }
+    let shapes = texts.iter().map(|t| parse_shape(t)).collect::<Result<Vec<_>>>()?;
+    if args.iters == 0 {
+        return Err(Error::Usage("--iters must be at least 1".into()));
     }
+    let options = crate::bench::Options {
+        shapes,
+        kernels: args.kernel.into_iter().collect(),
+        iters: args.iters,
+        device: args.device,
+        baselines: !args.no_baselines,
+    };
+    let (report, bad) = crate::bench::run(&options)?;
+    print!("{}", report.text());
     if let Some(path) = &args.json {
-        write_json(path, &results)?;
+        write_json(path, &report)?;
+        println!("json     {}", path.display());
     }
-    Ok(if failed { 1 } else { 0 })
+    if let Some(path) = &args.svg {
+        std::fs::write(path, crate::svg::chart(&report))
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+        println!("svg      {}", path.display());
+    }
+    if bad {
+        eprintln!("bench: something disagreed with the reference (see the check column): exit code 1");
+    }
+    Ok(if bad { 1 } else { 0 })
 }

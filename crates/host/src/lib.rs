@@ -1,7 +1,10 @@
 //! Host side of the NVFP4 GEMM: generate or load inputs, run a kernel on the GPU or under
 //! emulation, verify against an exact CPU reference, time, report.
 
+pub mod baselines;
+pub mod bench;
 pub mod cli;
+pub mod dequant;
 pub mod device;
 pub mod embedded;
 pub mod emulate;
@@ -15,6 +18,7 @@ pub mod probes;
 pub mod problem;
 pub mod reference;
 pub mod report;
+pub mod svg;
 pub mod verify;
 
 pub use device::Gpu;

@@ -7,9 +7,12 @@
 //!
 //! | PTX target | kernels |
 //! |---|---|
-//! | `sm_75` (portable) | [`naive`] |
-//! | `sm_90a` | [`naive`], [`sm90`] |
-//! | `sm_100a` (+PTX 8.7) | [`naive`], [`sm100`] |
+//! | `sm_75` (portable) | [`naive`], [`dequant`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`sm100`] |
+//!
+//! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
+//! "dequantize, then cuBLAS" baseline.
 //!
 //! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
 //! --probes`) are in the `sm_90a` and `sm_100a` builds (`probe_warp` in all three).
@@ -44,6 +47,7 @@ macro_rules! gemm_entry_point {
     };
 }
 
+pub mod dequant;
 pub mod naive;
 pub mod probes;
 pub mod ptx;
