@@ -25,6 +25,9 @@ run 300 $HOST --shape 128x7168x16384 --kernel naive --json "$OUT/naive-main.json
 run 300 $HOST --shape 128x7168x16384 --kernel sm90 --json "$OUT/sm90-main.json"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90 --dist wide --iters 5
 
+step "ignored GPU tests (cargo test --release -p host --test gpu -- --ignored)"
+[ -x ./.gpu/gpu-tests ] && run 600 ./.gpu/gpu-tests --ignored --test-threads 1
+
 step "selftest (GPU)"
 run 600 $HOST selftest --json "$OUT/selftest.json"
 
@@ -36,7 +39,7 @@ run 300 $HOST selftest --probes --json "$OUT/probes.json"
 
 if [ "$mode" = full ]; then
   step "bench"
-  run 600 $HOST bench --json "$OUT/bench.json"
+  run 600 $HOST bench --json "$OUT/bench.json" --svg "$OUT/bench.svg"
 
   step "compute-sanitizer on sm90 (small and large)"
   for tool in memcheck racecheck synccheck; do
@@ -52,6 +55,7 @@ fi
 
 step "bad input: each must print one clear error and exit non-zero"
 for args in "--shape 0x128x64" "--shape 128x128" "--shape 128x128x100" "--shape 128xx128" \
-            "--shape 200000x200000x65536" "--inputs /nonexistent.safetensors" "--kernel sm90 --verify gpu --shape 128x128x64 --iters 0" ; do
+            "--shape 200000x200000x65536" "--inputs /nonexistent.safetensors" "--kernel sm90 --verify gpu --shape 128x128x64 --iters 0" \
+            "--kernel sm100 --shape 128x7168x16384" ; do
   run 60 $HOST $args
 done

@@ -823,9 +823,9 @@ fn tma_expected(input: &[u8]) -> Vec<u8> {
                     let src = y as usize * PITCH as usize + x as usize * eb;
                     out[dst..dst + eb].copy_from_slice(&input[src..src + eb]);
                 } else if map == 1 {
-                    // NaN fill of an f16 tensor: the canonical f16 NaN (the PTX ISA does not
-                    // give the bits; this is what the box measures).
-                    out[dst..dst + eb].copy_from_slice(&0x7FFFu16.to_le_bytes());
+                    // NaN fill of an f16 tensor: the PTX ISA does not give the bits; an H100
+                    // wrote 0x7FF7 (this probe, 2026-11-23), not the canonical 0x7FFF.
+                    out[dst..dst + eb].copy_from_slice(&0x7FF7u16.to_le_bytes());
                 }
             }
         }

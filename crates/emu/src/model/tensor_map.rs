@@ -76,10 +76,10 @@ pub enum OobFill {
     /// `CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE` (0): zeros.
     Zero,
     /// `CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA` (1): a NaN, for floating-point
-    /// element types only. The model fills the canonical quiet NaN of the element size: 0x7FFF
-    /// for 2-byte elements (the canonical NaN of both f16 and bf16) and 0x7FFF_FFFF for 4-byte
-    /// elements (f32); other sizes are rejected. The bits the hardware writes were not measured
-    /// for this project; any NaN-aware check should test for NaN, not these bits.
+    /// element types only. For 2-byte elements the model writes 0x7FF7, the bits an H100 wrote
+    /// for an f16 tensor in the `tma` probe (2026-11-23; not the canonical 0x7FFF). For 4-byte
+    /// elements (f32) it writes 0x7FFF_FFFF, which no probe has measured yet; other sizes are
+    /// rejected. Any NaN-aware check should test for NaN, not these bits.
     NanRequestZeroFma,
 }
 
@@ -251,7 +251,7 @@ impl TensorMap {
     pub fn fill_element(&self) -> Result<Vec<u8>, String> {
         match (self.oob_fill, self.elem_bytes) {
             (OobFill::Zero, eb @ (1 | 2 | 4 | 8)) => Ok(vec![0; eb as usize]),
-            (OobFill::NanRequestZeroFma, 2) => Ok(0x7FFFu16.to_le_bytes().to_vec()),
+            (OobFill::NanRequestZeroFma, 2) => Ok(0x7FF7u16.to_le_bytes().to_vec()),
             (OobFill::NanRequestZeroFma, 4) => Ok(0x7FFF_FFFFu32.to_le_bytes().to_vec()),
             (fill, eb) => Err(format!("tensor map {fill:?} fill with elem_bytes {eb} not modelled")),
         }
@@ -578,7 +578,7 @@ mod tests {
         assert!(smem[96..].iter().all(|&b| b == 0)); // row 3
         map.oob_fill = OobFill::NanRequestZeroFma;
         load(&map, &[12, 1], 0, &global, &mut smem);
-        assert_eq!(smem[16..18], [0xFF, 0x7F]); // f16 NaN 0x7FFF, little-endian
+        assert_eq!(smem[16..18], [0xF7, 0x7F]); // the H100's f16 NaN fill 0x7FF7, little-endian
         assert_eq!(smem[126..128], [0xFF, 0x7F]);
         assert_eq!(smem[0], (48 + 24) as u8);
     }
