@@ -29,7 +29,7 @@ fn each_ptx_has_its_entry_points() {
             .collect()
     };
     assert_eq!(entries("portable"), ["nvfp4_gemm_naive"]);
-    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90"]);
+    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_prepare"]);
     assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
 }
 
@@ -127,6 +127,43 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
     ] {
         assert!(ptx.contains(instruction), "sm90 PTX lacks `{instruction}`");
     }
+}
+
+#[test]
+fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
+    let ptx = target("sm90a").unwrap().ptx;
+    // The main kernel's body: from its entry to the next entry (or the end).
+    let start = ptx.find(".entry nvfp4_gemm_sm90v2(").expect("sm90v2 entry");
+    let body = &ptx[start..];
+    let body = &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)];
+    for instruction in [
+        // RS: the A operand is four registers, then the B descriptor.
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+        "wgmma.fence.sync.aligned",
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned 1",
+        "wgmma.wait_group.sync.aligned 0",
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "ld.global.nc.u64",
+        "cvt.rn.f16x2.e4m3x2",
+        "mul.rn.f16x2",
+        // The split-K fix-up.
+        "fence.acq_rel.gpu",
+        "atom.acq_rel.gpu.global.add.u32",
+        "ld.global.cg.v4.b32",
+        "st.global.v4.b32",
+    ] {
+        assert!(body.contains(instruction), "sm90v2 PTX lacks `{instruction}`");
+    }
+    let rs = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r")).count();
+    assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of sm90v2 takes A from registers");
+    // No shared-memory staging of fp16 operands: the prologue did the activations, the
+    // weights go to registers.
+    assert!(!body.contains("fence.proxy.async"), "sm90v2 writes no generic shared memory for wgmma");
+    let prepare = &ptx[ptx.find(".entry nvfp4_sm90v2_prepare(").expect("prologue entry")..];
+    assert!(prepare.contains("st.global.v4.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
 }
 
 #[test]

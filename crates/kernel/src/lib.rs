@@ -8,7 +8,7 @@
 //! | PTX target | kernels |
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`] |
-//! | `sm_90a` | [`naive`], [`sm90`] |
+//! | `sm_90a` | [`naive`], [`sm90`], [`sm90v2`] |
 //! | `sm_100a` (+PTX 8.7) | [`naive`], [`sm100`] |
 //!
 //! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
@@ -51,6 +51,8 @@ pub mod ptx;
 pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod sm90v2;
 
 /// The arguments every GEMM kernel takes: device addresses and the shape.
 ///

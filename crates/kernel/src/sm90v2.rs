@@ -1,0 +1,722 @@
+//! `sm90` v2: NVFP4 GEMM on Hopper, weights dequantized straight into wgmma registers.
+//!
+//! **Math.** C[m, n] = fp16( Σ_k a[m, k]·sfa[m, k/16] · b[n, k]·sfb[n, k/16] ), exactly as
+//! v1: every operand value becomes the exact fp16 a·sf (e2m1 → e4m3 bit trick →
+//! `cvt.rn.f16x2.e4m3x2` → × fp16(sf·64)), the tensor cores multiply fp16 with fp32
+//! accumulation. What changes is who converts what, where, and how often.
+//!
+//! **Swap-AB.** wgmma's register operand (RS form) is its A: 64 rows per instruction. The
+//! weights B[N, K] are the large matrix, streamed once, so they become the wgmma A
+//! operand, dequantized by the consumer threads straight into A fragments (no fp16 weight
+//! ever touches shared memory); the activations A[M, K] become the wgmma B operand, read
+//! from shared memory with a descriptor. The accumulator therefore holds a block of Cᵀ:
+//! accumulator row = weight row n, accumulator column = activation row m.
+//!
+//! **Two launches.**
+//! 1. [`prepare`] (`nvfp4_sm90v2_prepare`): dequantizes A once per call into the
+//!    workspace, as fp16 images that are byte for byte the shared-memory tiles the main
+//!    kernel needs: per (batch, 128-row block of M, 64-value K stage) one 16 KiB image of
+//!    128 rows x 128 bytes, already 128B-swizzled and with K permuted as the weight
+//!    fragments imply (see "K order" below). Rows past M are zeros.
+//! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
+//!    a range of its K stages); consumer thread 0 copies each stage's image with one 1-D
+//!    `cp.async.bulk` into a ring; the consumers load raw weights and scales from global
+//!    memory into registers `RAW_AHEAD` stages ahead, convert them per k16 step into A
+//!    fragments and issue RS wgmmas with `wait_group 1`, so the conversion of step j+1
+//!    overlaps the MMA of step j (and of the other warpgroup).
+//!
+//! **K order.** A dot product only needs both operands in the same K order, so each
+//! thread converts its raw word in whatever order is cheapest and the activation image is
+//! laid out to match. Consumer thread (warp w of its warpgroup, g = lane/4, t = lane%4)
+//! owns, in each 64-value stage, values [16t, 16t+16) of its rows (8 raw bytes = two
+//! words, one scale). Converting word q (values k0..k7) gives four fp16 pairs, "kinds"
+//! 0..3 = (k0,k2), (k4,k6), (k1,k3), (k5,k7); word x kind gives H[i], i = 4·word + kind,
+//! i in 0..8. For k16 step j (0..4) the RS fragment of rows r, r+8 is
+//! {H_r[2j], H_(r+8)[2j], H_r[2j+1], H_(r+8)[2j+1]}: wgmma reads H[2j] of thread t as
+//! step-local k 2t, 2t+1 and H[2j+1] as k 8+2t, 9+2t. So in the activation image, the
+//! 16-byte chunk i of a row (step-local columns 8·(i%2)..) holds H[i] of t = 0..3 at
+//! bytes 4t: [`prepare`] converts a 32-byte raw activation row exactly as the consumers
+//! convert weights and stores chunk i = (H[i] of t=0, t=1, t=2, t=3).
+//!
+//! **Warp roles** (256 threads = 2 warpgroups, both *consumers*): warpgroup c owns weight
+//! rows 128c..128c+127 of the tile as two m64 blocks, each against all 128 activation
+//! rows: two `wgmma m64n128k16` (RS) per k16 step, 2 x 64 fp32 accumulators per thread.
+//! Thread 0 is also the *producer*: one elected thread issuing one bulk copy per stage
+//! needs no warpgroup of its own. Without a producer warpgroup every thread may use 255
+//! registers (65536 / 256), so no `setmaxnreg` or register cap is needed.
+//!
+//! **Pipeline and barriers** (ring of `STAGES` activation images):
+//! - `full[s]` (1 arrival, the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
+//!   the bulk copy's `complete_tx`): slot s holds the stage's activations. The copy writes
+//!   through the async proxy and wgmma reads through it: no proxy fence anywhere.
+//! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
+//!   Steps 0..3 of a stage end with `wait_group 1`; the last with `wait_group 0` (see
+//!   `consumer` for why), after which each thread arrives.
+//! - The producer fills all slots before the loop, then at the end of stage kb refills
+//!   the slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so
+//!   its wait on `empty` rarely blocks warp 0) with stage kb - `REFILL_LAG` + `STAGES`:
+//!   the copies run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
+//! - The raw weights never pass through shared memory: each consumer thread's 8-byte
+//!   `ld.global.nc` loads are issued `RAW_AHEAD` stages before use, in registers.
+//!
+//! **Split K.** When the tiles fill fewer than half the SMs (all three M = 128 shapes),
+//! [`splits`] CTAs share a tile, each a contiguous range of its K stages; they store fp32
+//! partials (in the accumulator's own register order: each thread reads back what the
+//! same thread index wrote, 16 bytes at a time), count themselves in with an acq_rel
+//! atomic, and the last sums the partials in split order and writes C (sm100's pattern).
+//!
+//! **Constraints.** Any M, N and L; K a multiple of 64. Needs sm_90a (wgmma, bulk copies).
+//!
+//! **Versus v1.** v1 had one dequantizing warpgroup per CTA writing both operands as fp16
+//! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
+//! Here 8 warps convert only the weights, straight into registers, activations are
+//! converted once per call instead of once per CTA, `wait_group 1` overlaps conversion
+//! with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
+
+use nvfp4::layout;
+use nvfp4::shape::{K_GRANULE, SF_VECTOR};
+use nvfp4::sm90::SmemDesc;
+use nvfp4::swizzle::Swizzle;
+
+use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
+use crate::ptx::{SmemAddr, barrier, bulk, cvt, fence, memory, special, warp, wgmma};
+use crate::{GemmArgs, Launch};
+
+// ---------------------------------------------------------------------------------------
+// Tile and pipeline constants
+// ---------------------------------------------------------------------------------------
+
+/// Rows per wgmma (weight rows per m64 block).
+const WGMMA_M: u32 = 64;
+/// K per wgmma for 16-bit inputs.
+const WGMMA_K: u32 = 16;
+/// Threads per warp / warpgroup.
+const WARP: u32 = 32;
+const WARPGROUP: u32 = 128;
+/// Consumer warpgroups, and m64 weight blocks each one multiplies.
+const CONSUMERS: u32 = 2;
+const BLOCKS: usize = 2;
+/// Weight rows (columns of C) per CTA tile.
+pub const BLOCK_N: u32 = CONSUMERS * BLOCKS as u32 * WGMMA_M;
+/// Activation rows (rows of C) per CTA tile: the wgmma N.
+pub const BLOCK_M: u32 = 128;
+/// K values per stage: one 128-byte swizzle row of fp16 per activation row.
+pub const BLOCK_K: u32 = K_GRANULE;
+/// k16 steps per stage.
+const STEPS: u32 = BLOCK_K / WGMMA_K;
+/// Activation images in flight.
+pub const STAGES: u32 = 6;
+/// Stages the consumers' raw weight loads run ahead of their use.
+const RAW_AHEAD: usize = 1;
+/// Stages between a slot's release and its refill (see the header).
+const REFILL_LAG: u32 = 1;
+/// Consumer threads: all threads.
+const CONSUMER_THREADS: u32 = CONSUMERS * WARPGROUP;
+pub const THREADS: u32 = CONSUMER_THREADS;
+/// The consumer thread that also issues the bulk copies.
+const PRODUCER_THREAD: u32 = 0;
+
+/// fp16 bytes; f32 bytes.
+const F16_BYTES: u32 = 2;
+const F32_BYTES: u32 = 4;
+/// Bytes of one activation row per stage: one 128B swizzle row.
+const ROW_F16_BYTES: u32 = BLOCK_K * F16_BYTES;
+/// Packed e2m1 bytes of one row per stage, and per thread (4 threads share a row).
+const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
+const LANES_PER_ROW: u32 = 4;
+const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
+/// One activation image: BLOCK_M rows x 128 bytes.
+pub const ACT_STAGE_BYTES: u32 = BLOCK_M * ROW_F16_BYTES;
+/// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
+const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
+/// Leading byte offset: unused by a swizzled K-major operand one atom wide in K.
+const LBO_UNUSED: u32 = 16;
+/// A 16-byte chunk: the swizzle unit, one `st.global.v4`.
+const CHUNK: u32 = 16;
+/// fp16 pairs per thread per row per stage (H[0..8] in the header).
+const PAIRS: u32 = 8;
+/// fp32 accumulators per thread per m64 block: m64n128 / 128 threads.
+const ACCUMULATORS: usize = (WGMMA_M * BLOCK_M / WARPGROUP) as usize;
+/// Named barriers: the whole CTA; the consumers only (split-K fix-up).
+const BARRIER_CTA: u32 = 0;
+const BARRIER_CONSUMERS: u32 = 1;
+
+const _: () = assert!(THREAD_RAW_BYTES == 8, "one 8-byte load per thread per row per stage: two words");
+const _: () = assert!(THREAD_RAW_BYTES * 2 == SF_VECTOR, "a thread's values are exactly one scale block");
+const _: () = assert!(PAIRS == 2 * STEPS, "each k16 step uses two pairs of every row");
+const _: () = assert!(PAIRS * CHUNK == ROW_F16_BYTES, "chunk i of an image row holds H[i] of the 4 threads");
+const _: () = assert!(LANES_PER_ROW * F32_BYTES == CHUNK);
+const _: () = assert!(ROW_F16_BYTES == Swizzle::B128.row_bytes(), "one stage row is one 128B-swizzle row");
+const _: () = assert!(BLOCK_K == layout::TILE_COLS * SF_VECTOR, "a stage is one blocked scale tile column");
+const _: () = assert!(ACCUMULATORS == 64, "the epilogue is unrolled for 64 accumulators per block");
+const _: () = assert!(STEPS.is_multiple_of(2), "fragment double-buffering by step parity spans stages");
+const _: () = assert!(REFILL_LAG >= 1 && REFILL_LAG < STAGES, "refill a released slot, keep copies ahead");
+const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the SM without a cap");
+
+// ---------------------------------------------------------------------------------------
+// Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
+// ---------------------------------------------------------------------------------------
+
+/// Activation ring: [STAGES][BLOCK_M rows][128 B] fp16, 128B-swizzled (the images).
+const ACT_OFFSET: u32 = 0;
+/// mbarriers: full[STAGES], then empty[STAGES].
+const FULL_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
+const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
+/// One u32: "this CTA brought the tile's split count to the end" (split-K fix-up).
+const LAST_SPLIT_OFFSET: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
+/// Total dynamic shared memory.
+pub const SMEM_BYTES: u32 = LAST_SPLIT_OFFSET + F32_BYTES;
+
+const _: () = assert!(ACT_STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
+const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
+
+/// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the bytes do the rest).
+const FULL_ARRIVALS: u32 = 1;
+/// Arrivals that empty it: every consumer thread.
+const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
+
+#[derive(Clone, Copy)]
+struct Smem(SmemAddr);
+
+impl Smem {
+    fn act(self, slot: u32) -> SmemAddr {
+        self.0.offset(ACT_OFFSET + slot * ACT_STAGE_BYTES)
+    }
+    /// Guards "slot holds this stage's activations".
+    fn full(self, slot: u32) -> Mbarrier {
+        Mbarrier(self.0.offset(FULL_OFFSET + slot * MBARRIER_BYTES))
+    }
+    /// Guards "no wgmma reads the slot any more; the producer may refill it".
+    fn empty(self, slot: u32) -> Mbarrier {
+        Mbarrier(self.0.offset(EMPTY_OFFSET + slot * MBARRIER_BYTES))
+    }
+    fn last_split(self) -> SmemAddr {
+        self.0.offset(LAST_SPLIT_OFFSET)
+    }
+}
+
+/// A position in the ring: the slot and the parity of the current lap.
+#[derive(Clone, Copy)]
+struct RingPos {
+    slot: u32,
+    phase: u32,
+}
+
+impl RingPos {
+    const START: RingPos = RingPos { slot: 0, phase: 0 };
+
+    fn advance(&mut self) {
+        self.slot += 1;
+        if self.slot == STAGES {
+            self.slot = 0;
+            self.phase ^= 1;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Work decomposition and workspace
+// ---------------------------------------------------------------------------------------
+
+/// SMs of an H100 SXM: the grid is sized against them.
+pub const SMS: u32 = 132;
+/// At most this many CTAs share a tile's K stages...
+const MAX_SPLITS: u32 = 8;
+/// ...and each gets at least this many stages, so the fix-up stays small.
+const MIN_STAGES_PER_SPLIT: u32 = 4;
+/// Bytes of one split's f32 partial tile.
+const PARTIAL_BYTES: u32 = BLOCK_N * BLOCK_M * F32_BYTES;
+/// Alignment of the workspace regions.
+const REGION_ALIGN: u64 = 256;
+
+const fn tiles(m: u32, n: u32, l: u32) -> u32 {
+    n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l
+}
+
+/// CTAs per tile along K: only when the tiles fill less than half the SMs; then as many
+/// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages.
+pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
+    let tiles = tiles(m, n, l);
+    let by_stages = (k / BLOCK_K) / MIN_STAGES_PER_SPLIT;
+    if 2 * tiles > SMS || by_stages < 2 {
+        return 1;
+    }
+    let by_sms = SMS / tiles;
+    let s = if by_sms < by_stages { by_sms } else { by_stages };
+    if s < MAX_SPLITS { s } else { MAX_SPLITS }
+}
+
+const fn align(bytes: u64) -> u64 {
+    bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
+}
+
+/// Bytes of the prepared activations: one image per (batch, M block, K stage).
+const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
+    l as u64 * m.div_ceil(BLOCK_M) as u64 * (k / BLOCK_K) as u64 * ACT_STAGE_BYTES as u64
+}
+
+/// Workspace: the prepared activations, then (split K only) one u32 counter per tile
+/// (zero before the first launch, left zero by every launch) and one f32 partial per split.
+pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
+    let s = splits(m, n, k, l);
+    let act = align(act_bytes(m, k, l));
+    if s == 1 {
+        return act;
+    }
+    let t = tiles(m, n, l);
+    act + align((t * F32_BYTES) as u64) + t as u64 * s as u64 * PARTIAL_BYTES as u64
+}
+
+/// The main kernel's launch: one CTA per work unit (tile, split).
+pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
+    Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
+}
+
+/// Threads of a [`prepare`] CTA: one per activation row of an image.
+const PREPARE_THREADS: u32 = BLOCK_M;
+
+/// The prologue's launch: one CTA per activation image.
+pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
+    Launch { grid: [m.div_ceil(BLOCK_M) * (k / BLOCK_K) * l, 1, 1], block: [PREPARE_THREADS, 1, 1], dynamic_smem: 0 }
+}
+
+/// The problem as both kernels walk it.
+#[derive(Clone, Copy)]
+struct Problem {
+    args: GemmArgs,
+    n_tiles: u32,
+    m_tiles: u32,
+    tiles: u32,
+    splits: u32,
+    k_stages: u32,
+    /// Bytes per row of A and B.
+    row_bytes: u64,
+    /// Scale factors per row.
+    sf_cols: u32,
+}
+
+/// This CTA's work unit.
+#[derive(Clone, Copy)]
+struct Unit {
+    l: u32,
+    m_tile: u32,
+    n0: u32,
+    index: u32,
+    split: u32,
+    kb_begin: u32,
+    kb_end: u32,
+}
+
+impl Problem {
+    fn new(args: &GemmArgs) -> Problem {
+        let n_tiles = args.n.div_ceil(BLOCK_N);
+        let m_tiles = args.m.div_ceil(BLOCK_M);
+        Problem {
+            args: *args,
+            n_tiles,
+            m_tiles,
+            tiles: n_tiles * m_tiles * args.l,
+            splits: splits(args.m, args.n, args.k, args.l),
+            k_stages: args.k / BLOCK_K,
+            row_bytes: (args.k / 2) as u64,
+            sf_cols: args.k / SF_VECTOR,
+        }
+    }
+
+    /// Units are numbered split-fastest, then N, M and batch: the CTAs of one tile, and
+    /// neighbouring tiles (which share their activation images), run side by side.
+    fn unit(&self) -> Unit {
+        let u = special::ctaid_x();
+        let (split, index) = (u % self.splits, u / self.splits);
+        let (n_tile, rest) = (index % self.n_tiles, index / self.n_tiles);
+        let (m_tile, l) = (rest % self.m_tiles, rest / self.m_tiles);
+        Unit {
+            l,
+            m_tile,
+            n0: n_tile * BLOCK_N,
+            index,
+            split,
+            kb_begin: split * self.k_stages / self.splits,
+            kb_end: (split + 1) * self.k_stages / self.splits,
+        }
+    }
+
+    /// Global address of the prepared image of (batch, M block, K stage).
+    fn image(&self, l: u32, m_tile: u32, kb: u32) -> u64 {
+        let index = (l * self.m_tiles + m_tile) as u64 * self.k_stages as u64 + kb as u64;
+        self.args.workspace + index * ACT_STAGE_BYTES as u64
+    }
+
+    fn counters(&self) -> u64 {
+        self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l))
+    }
+
+    fn counter(&self, unit: &Unit) -> u64 {
+        self.counters() + (unit.index * F32_BYTES) as u64
+    }
+
+    /// Split `split`'s partial of `unit`'s tile.
+    fn partial(&self, unit: &Unit, split: u32) -> u64 {
+        let partials = self.counters() + align((self.tiles * F32_BYTES) as u64);
+        partials + (unit.index * self.splits + split) as u64 * PARTIAL_BYTES as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The conversion both kernels share
+// ---------------------------------------------------------------------------------------
+
+/// fp16 64.0 in both halves: the e4m3 trick's 2^-6, undone inside the scale.
+const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
+
+/// fp16(sf·64) in both halves of a pair, from one e4m3 scale byte (exact: ≤ 28672).
+#[inline(always)]
+fn scale_f16x2(sf: u32) -> u32 {
+    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16), F16X2_SIXTY_FOUR)
+}
+
+/// Pair `kind` (0..4: (k0,k2), (k4,k6), (k1,k3), (k5,k7)) of the 8 e2m1 values in `q`
+/// (value i in bits 4i..4i+3), as the exact fp16 products with the scale `scale`.
+///
+/// Moving each code's sign to bit 7 and its magnitude bits (e1 e0 m) to bits 4..2 of a
+/// byte makes a valid e4m3 byte worth value·2^-6 (the biases differ by 6; the e2m1
+/// subnormal 0.5 lands on the e4m3 subnormal with the same factor); `cvt.rn.f16x2.e4m3x2`
+/// turns two such bytes into two fp16, and the scale (sf·64) undoes the 2^-6.
+#[inline(always)]
+fn pair(q: u32, kind: u32, scale: u32) -> u32 {
+    let bytes = if kind < 2 {
+        ((q << 4) & 0x8080_8080) | ((q << 2) & 0x1C1C_1C1C) // even values k0, k2, k4, k6
+    } else {
+        (q & 0x8080_8080) | ((q >> 2) & 0x1C1C_1C1C) // odd values k1, k3, k5, k7
+    };
+    let half = (bytes >> (16 * (kind & 1))) as u16;
+    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2(half), scale)
+}
+
+/// H[i] (i in 0..8, see the header) of one thread's two words and scale.
+#[inline(always)]
+fn h(words: u64, i: u32, scale: u32) -> u32 {
+    pair((words >> (32 * (i / 4))) as u32, i % 4, scale)
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch 1: the activation images
+// ---------------------------------------------------------------------------------------
+
+/// One CTA per image (batch, M block, K stage), thread r converts image row r: its four
+/// 8-byte quarters, as the four consumer threads t = 0..3 would convert them, into the 8
+/// chunks of the fp16 row, chunk i = (H[i] of t = 0..3), stored 128B-swizzled.
+#[inline(always)]
+pub fn prepare(args: &GemmArgs) {
+    let p = Problem::new(args);
+    let image = special::ctaid_x();
+    let (kb, rest) = (image % p.k_stages, image / p.k_stages);
+    let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
+    let r = special::tid_x();
+    let m = m_tile * BLOCK_M + r;
+
+    let mut words = [0u64; LANES_PER_ROW as usize];
+    let mut scales = [0u32; LANES_PER_ROW as usize];
+    if m < args.m {
+        let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes + (kb * ROW_RAW_BYTES) as u64;
+        let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
+        for t in 0..LANES_PER_ROW {
+            words[t as usize] = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
+            let byte = memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols));
+            scales[t as usize] = scale_f16x2(byte as u32);
+        }
+    }
+    // The image's row r, in the swizzled layout the shared-memory copy keeps: the XOR
+    // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
+    // swizzling by the offset inside the image is swizzling by the shared address.
+    let dst = p.image(l, m_tile, kb);
+    for i in 0..PAIRS {
+        let chunk = [
+            h(words[0], i, scales[0]),
+            h(words[1], i, scales[1]),
+            h(words[2], i, scales[2]),
+            h(words[3], i, scales[3]),
+        ];
+        let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK);
+        memory::st_global_v4_b32(dst + offset as u64, chunk);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch 2: the GEMM
+// ---------------------------------------------------------------------------------------
+
+/// The kernel body, run by all 256 threads of every CTA.
+#[inline(always)]
+pub fn gemm(args: &GemmArgs) {
+    let smem = Smem(special::dynamic_smem());
+    let p = Problem::new(args);
+    let unit = p.unit();
+    let tid = special::tid_x();
+
+    // 1. One thread sets up the rings; the fence publishes the inits to the async proxy
+    //    (the bulk copies' complete_tx), the CTA barrier to every thread.
+    if tid == 0 {
+        for s in 0..STAGES {
+            smem.full(s).init(FULL_ARRIVALS);
+            smem.empty(s).init(EMPTY_ARRIVALS);
+        }
+        fence::mbarrier_init();
+    }
+    barrier::sync(BARRIER_CTA, THREADS);
+
+    // 2. Both warpgroups consume. The shuffle makes the warpgroup index visibly
+    //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
+    //    serializes them).
+    let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
+    consumer(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+}
+
+/// The producer's one action: copy stage `kb`'s activation image into `slot` with one
+/// bulk copy, after announcing its bytes on `full[slot]`.
+#[inline(always)]
+fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
+    let full = smem.full(slot);
+    full.arrive_expect_tx(ACT_STAGE_BYTES);
+    bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), ACT_STAGE_BYTES, full);
+}
+
+/// Global addresses of one of a consumer thread's 4 weight rows.
+///
+/// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
+/// alone and rows past N are never stored, so any finite data will do, and unmasked loads
+/// keep flags out of the register budget (128 accumulators already take half of it).
+#[derive(Clone, Copy)]
+struct WeightRow {
+    /// The thread's 8 bytes of stage 0 of the row.
+    values: u64,
+    /// The thread's scale of stage 0 (blocked layout; stage kb is kb tiles further on).
+    scale: u64,
+}
+
+/// What one stage brings a consumer thread: two words and a scale byte per row.
+#[derive(Clone, Copy)]
+struct Raw {
+    words: [u64; 4],
+    scales: [u32; 4],
+}
+
+/// Issues the loads of stage `kb` of the thread's rows. Past the unit's last stage it
+/// reloads that stage (in bounds, never used): no branch, no flag.
+#[inline(always)]
+fn load_raw(rows: &[WeightRow; 4], kb: u32, last: u32, tile_step: u64) -> Raw {
+    let kb = kb.min(last);
+    Raw {
+        words: rows.map(|row| memory::ld_global_nc_u64(row.values + (kb * ROW_RAW_BYTES) as u64)),
+        scales: rows.map(|row| memory::ld_global_nc_u8(row.scale + kb as u64 * tile_step) as u32),
+    }
+}
+
+/// Consumer warpgroup `c`: weight rows n0 + 128c + 64b + 16w + g (+8), b = 0, 1.
+///
+/// Row index i = 2b + h of the thread's four rows: block b, h = 0 for row g, 1 for g + 8.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+    let (w, lane) = (thread / WARP, thread % WARP);
+    let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
+    let args = &p.args;
+    let sf_batch = args.sfb + unit.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
+    let tile_step = layout::tile_offset(0, 1, p.sf_cols) - layout::tile_offset(0, 0, p.sf_cols);
+    let rows: [WeightRow; 4] = core::array::from_fn(|i| {
+        let (b, h) = (i as u32 / 2, i as u32 % 2);
+        let n = (unit.n0 + c * BLOCKS as u32 * WGMMA_M + b * WGMMA_M + 16 * w + g + 8 * h).min(args.n - 1);
+        WeightRow {
+            values: args.b + (unit.l as u64 * args.n as u64 + n as u64) * p.row_bytes + (t * THREAD_RAW_BYTES) as u64,
+            scale: sf_batch + layout::offset(n, t, p.sf_cols),
+        }
+    });
+
+    let (begin, end) = (unit.kb_begin, unit.kb_end);
+    let producer = c * WARPGROUP + thread == PRODUCER_THREAD;
+    if producer {
+        // Every slot is fresh: fill the ring.
+        for i in 0..STAGES.min(end - begin) {
+            issue_stage(smem, p, unit, begin + i, i);
+        }
+    }
+    // The slot the producer refills next, and its lap (the `empty` phase to wait for).
+    let mut refill = RingPos::START;
+    // Raw loads RAW_AHEAD stages ahead, rotated through named registers (a runtime index
+    // into an array would put it in local memory).
+    let mut ahead: [Raw; RAW_AHEAD] = core::array::from_fn(|i| load_raw(&rows, begin + i as u32, end - 1, tile_step));
+    let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
+    // A fragments, double-buffered by step parity: step j + 2 rewrites step j's
+    // registers only after `wait_group 1` at step j + 1 proved step j complete (and
+    // across stages after `wait_group 0`).
+    let mut frags = [[[0u32; 4]; BLOCKS]; 2];
+    let mut ring = RingPos::START;
+    // A do-while: every unit has at least one stage, and with no path around the loop
+    // the accumulators are never merged with their initial zeros (ptxas would serialize
+    // the wgmmas over the copies such a merge needs).
+    let mut kb = begin;
+    loop {
+        let raw = ahead[0];
+        for a in 1..RAW_AHEAD {
+            ahead[a - 1] = ahead[a];
+        }
+        ahead[RAW_AHEAD - 1] = load_raw(&rows, kb + RAW_AHEAD as u32, end - 1, tile_step);
+        let scales = raw.scales.map(scale_f16x2);
+
+        smem.full(ring.slot).wait(ring.phase);
+        let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+        seq_macro::seq!(J in 0..4 {{
+            const PARITY: usize = J % 2;
+            seq_macro::seq!(B in 0..2 {
+                // Rows g and g + 8 of block B: the thread's rows 2B and 2B + 1.
+                frags[PARITY][B] = [
+                    h(raw.words[2 * B], 2 * J, scales[2 * B]),
+                    h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
+                    h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
+                    h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
+                ];
+            });
+            // The fragments were just written: order that before the wgmmas read them.
+            wgmma::fence();
+            // k16 step J starts 32 bytes further into each 128-byte swizzle row.
+            let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
+            let accumulate = kb > begin || J > 0;
+            // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers this
+            // group, and the slot is not released before then.
+            unsafe {
+                wgmma::mma_async_rs_m64n128(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
+                wgmma::mma_async_rs_m64n128(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
+            }
+            wgmma::commit_group();
+            if J + 1 < STEPS {
+                // Step J + 1's conversion overlaps this step's MMA.
+                wgmma::wait_group::<1>();
+            } else {
+                // The stage's last step: drain. The next stage's fragments are the same
+                // PTX registers as this stage's (a loop iteration), and ptxas serializes
+                // every wgmma (C7513) if one of them is redefined while any wgmma is in
+                // flight; the other warpgroup keeps the tensor core busy meanwhile.
+                wgmma::wait_group::<0>();
+                // No wgmma of this thread reads the slot any more.
+                smem.empty(ring.slot).arrive();
+                // The producer refills the slot of stage kb - REFILL_LAG once everyone
+                // has released it.
+                if producer && kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
+                    smem.empty(refill.slot).wait(refill.phase);
+                    issue_stage(smem, p, unit, kb - REFILL_LAG + STAGES, refill.slot);
+                    refill.advance();
+                }
+            }
+        }});
+        ring.advance();
+        kb += 1;
+        if kb >= end {
+            break;
+        }
+    }
+    // The last stage ended with `wait_group 0`: the accumulators are final.
+    wgmma::fence_operand(&mut acc[0]);
+    wgmma::fence_operand(&mut acc[1]);
+
+    let ctid = c * WARPGROUP + thread;
+    let out = Out { p, unit, c, w, g, t };
+    if p.splits == 1 {
+        out.store(&acc);
+    } else {
+        fix_up(smem, &out, &acc, ctid);
+    }
+}
+
+/// Where a consumer thread's accumulators go in C.
+struct Out<'a> {
+    p: &'a Problem,
+    unit: &'a Unit,
+    c: u32,
+    w: u32,
+    g: u32,
+    t: u32,
+}
+
+impl Out<'_> {
+    /// Writes the thread's 2 x 64 accumulators to C as fp16.
+    ///
+    /// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v holds accumulator row
+    /// 16w + g + 8·((v/2)%2) and column 8·(v/4) + 2t + v%2. Rows are weight rows (n),
+    /// columns activation rows (m): each value is one fp16 of C[m][n]. Unrolled so every
+    /// register index is a constant.
+    #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+    fn store(&self, acc: &[[f32; ACCUMULATORS]; BLOCKS]) {
+        let args = &self.p.args;
+        let batch = args.c + self.unit.l as u64 * args.m as u64 * args.n as u64 * F16_BYTES as u64;
+        let m0 = self.unit.m_tile * BLOCK_M + 2 * self.t;
+        // Blocks and registers unrolled: a runtime index would put `acc` in local memory.
+        seq_macro::seq!(B in 0..2 {{
+            let n0 = self.unit.n0 + self.c * BLOCKS as u32 * WGMMA_M + B * WGMMA_M + 16 * self.w + self.g;
+            seq_macro::seq!(V in 0..64 {{
+                let (n, m) = (n0 + 8 * ((V / 2) % 2), m0 + 8 * (V / 4) + V % 2);
+                if n < args.n && m < args.m {
+                    let addr = batch + (m as u64 * args.n as u64 + n as u64) * F16_BYTES as u64;
+                    memory::st_global_b16(addr, cvt::f16_from_f32(acc[B][V]));
+                }
+            }});
+        }});
+    }
+}
+
+/// The split-K fix-up, by the 256 consumer threads (`ctid`): store this split's partial,
+/// count it in; if it was the last, sum all partials in split order and write C.
+///
+/// Partial layout: [block][register quad][thread][4 f32], so each 16-byte store of the
+/// 256 threads is contiguous, and each thread reads back what its own index wrote.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+fn fix_up(smem: Smem, out: &Out<'_>, acc: &[[f32; ACCUMULATORS]; BLOCKS], ctid: u32) {
+    let (p, unit) = (out.p, out.unit);
+    const QUADS: u32 = ACCUMULATORS as u32 / 4;
+    let at = |split: u32, b: u32, q: u32| {
+        p.partial(unit, split) + (((b * QUADS + q) * CONSUMER_THREADS + ctid) * CHUNK) as u64
+    };
+    seq_macro::seq!(B in 0..2 {
+        seq_macro::seq!(Q in 0..16 {
+            memory::st_global_v4_b32(
+                at(unit.split, B, Q),
+                [acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(), acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits()],
+            );
+        });
+    });
+    // This thread's partial stores happen before the count, for every thread of the GPU.
+    fence::acq_rel_gpu();
+    barrier::sync(BARRIER_CONSUMERS, CONSUMER_THREADS);
+    if ctid == 0 {
+        let arrived = memory::atom_add_acq_rel_gpu_u32(p.counter(unit), 1);
+        memory::st_shared_b32(smem.last_split(), (arrived == p.splits - 1) as u32);
+    }
+    barrier::sync(BARRIER_CONSUMERS, CONSUMER_THREADS);
+    if memory::ld_shared_b32(smem.last_split()) == 0 {
+        return;
+    }
+    // Last: every other split's partial is complete and visible from here on.
+    fence::acq_rel_gpu();
+    let mut sum = [[0f32; ACCUMULATORS]; BLOCKS];
+    for split in 0..p.splits {
+        seq_macro::seq!(B in 0..2 {
+            seq_macro::seq!(Q in 0..16 {
+                let v = memory::ld_global_cg_v4_b32(at(split, B, Q));
+                seq_macro::seq!(I in 0..4 {
+                    sum[B][4 * Q + I] += f32::from_bits(v[I]);
+                });
+            });
+        });
+    }
+    out.store(&sum);
+    if ctid == 0 {
+        // The next launch counts from zero again.
+        memory::st_global_b32(p.counter(unit), 0);
+    }
+}
+
+// The GPU entry points: `.entry nvfp4_sm90v2_prepare`, `.entry nvfp4_gemm_sm90v2`.
+gemm_entry_point!(nvfp4_sm90v2_prepare => prepare);
+gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm);
