@@ -20,8 +20,9 @@
 //!    fragments imply (see "K order" below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
 //!    a range of its K stages); consumer thread 0 copies each stage's image with one 1-D
-//!    `cp.async.bulk` into a ring; the consumers load raw weights and scales from global
-//!    memory into registers `RAW_AHEAD` stages ahead, convert them per k16 step into A
+//!    `cp.async.bulk` into a ring; each consumer thread copies its own raw weights and
+//!    scales with `cp.async` into a private shared-memory ring `RAW_AHEAD` stages ahead,
+//!    reads them back at the stage's start, converts them per k16 step into A
 //!    fragments and issue RS wgmmas with `wait_group 1`, so the conversion of step j+1
 //!    overlaps the MMA of step j (and of the other warpgroup).
 //!
@@ -56,8 +57,12 @@
 //!   the slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so
 //!   its wait on `empty` rarely blocks warp 0) with stage kb - `REFILL_LAG` + `STAGES`:
 //!   the copies run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
-//! - The raw weights never pass through shared memory: each consumer thread's 8-byte
-//!   `ld.global.nc` loads are issued `RAW_AHEAD` stages before use, in registers.
+//! - The raw weights: each thread copies exactly the bytes it will read (4 rows x 8 bytes
+//!   of values, 4 x 4 bytes of scales per stage) with `cp.async` into its own slots of
+//!   the raw ring, one commit group per stage, `RAW_AHEAD` stages ahead;
+//!   `cp.async.wait_group RAW_AHEAD` then orders its own reads: no barrier. (The first
+//!   version kept them in registers one stage ahead: the DRAM latency, not the MMA, set
+//!   the pace, and more stages in registers did not fit beside 128 accumulators.)
 //!
 //! **Split K.** When the tiles fill fewer than half the SMs (all three M = 128 shapes),
 //! [`splits`] CTAs share a tile, each a contiguous range of its K stages; they store fp32
@@ -79,7 +84,7 @@ use nvfp4::sm90::SmemDesc;
 use nvfp4::swizzle::Swizzle;
 
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
-use crate::ptx::{SmemAddr, barrier, bulk, cvt, fence, memory, special, warp, wgmma};
+use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, memory, special, warp, wgmma};
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -106,8 +111,10 @@ pub const BLOCK_K: u32 = K_GRANULE;
 const STEPS: u32 = BLOCK_K / WGMMA_K;
 /// Activation images in flight.
 pub const STAGES: u32 = 6;
-/// Stages the consumers' raw weight loads run ahead of their use.
-const RAW_AHEAD: usize = 1;
+/// Stages the consumers' raw weight copies run ahead of their use, and the raw ring's
+/// slots (one more: the slot being refilled is never the one being read).
+const RAW_AHEAD: u32 = 3;
+const RAW_STAGES: u32 = RAW_AHEAD + 1;
 /// Stages between a slot's release and its refill (see the header).
 const REFILL_LAG: u32 = 1;
 /// Consumer threads: all threads.
@@ -125,6 +132,11 @@ const ROW_F16_BYTES: u32 = BLOCK_K * F16_BYTES;
 const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
 const LANES_PER_ROW: u32 = 4;
 const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
+/// A thread's raw slot: 16-byte chunks [values of rows 0-1, values of rows 2-3, the 4
+/// rows' 4-byte scale groups], each chunk thread-major so a warp's 16-byte reads are
+/// contiguous (conflict-free).
+const RAW_CHUNKS: u32 = 3;
+const RAW_STAGE_BYTES: u32 = RAW_CHUNKS * CONSUMER_THREADS * CHUNK;
 /// One activation image: BLOCK_M rows x 128 bytes.
 pub const ACT_STAGE_BYTES: u32 = BLOCK_M * ROW_F16_BYTES;
 /// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
@@ -159,8 +171,10 @@ const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the 
 
 /// Activation ring: [STAGES][BLOCK_M rows][128 B] fp16, 128B-swizzled (the images).
 const ACT_OFFSET: u32 = 0;
+/// Raw ring: [RAW_STAGES][RAW_CHUNKS][256 threads][16 B] (see `RAW_CHUNKS`).
+const RAW_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
 /// mbarriers: full[STAGES], then empty[STAGES].
-const FULL_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
+const FULL_OFFSET: u32 = RAW_OFFSET + RAW_STAGES * RAW_STAGE_BYTES;
 const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
 /// One u32: "this CTA brought the tile's split count to the end" (split-K fix-up).
 const LAST_SPLIT_OFFSET: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
@@ -182,6 +196,10 @@ struct Smem(SmemAddr);
 impl Smem {
     fn act(self, slot: u32) -> SmemAddr {
         self.0.offset(ACT_OFFSET + slot * ACT_STAGE_BYTES)
+    }
+    /// Chunk `chunk` of consumer thread `ctid`'s raw slot `slot`.
+    fn raw(self, slot: u32, chunk: u32, ctid: u32) -> SmemAddr {
+        self.0.offset(RAW_OFFSET + slot * RAW_STAGE_BYTES + (chunk * CONSUMER_THREADS + ctid) * CHUNK)
     }
     /// Guards "slot holds this stage's activations".
     fn full(self, slot: u32) -> Mbarrier {
@@ -485,32 +503,46 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 /// Global addresses of one of a consumer thread's 4 weight rows.
 ///
 /// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
-/// alone and rows past N are never stored, so any finite data will do, and unmasked loads
-/// keep flags out of the register budget (128 accumulators already take half of it).
+/// alone and rows past N are never stored, so any finite data will do, and unmasked
+/// copies keep flags out of the register budget (128 accumulators take half of it).
 #[derive(Clone, Copy)]
 struct WeightRow {
     /// The thread's 8 bytes of stage 0 of the row.
     values: u64,
-    /// The thread's scale of stage 0 (blocked layout; stage kb is kb tiles further on).
-    scale: u64,
+    /// The row's 4-byte scale group of stage 0 (blocked layout; stage kb is kb tiles
+    /// further on); the thread's scale is byte t of it.
+    scales: u64,
 }
 
-/// What one stage brings a consumer thread: two words and a scale byte per row.
-#[derive(Clone, Copy)]
+/// Copies stage `kb` (clamped to the unit's `last`: past it, a harmless copy of the last
+/// stage keeps one group per stage) of the thread's rows into raw slot `slot`.
+#[inline(always)]
+fn copy_raw(smem: Smem, rows: &[WeightRow; 4], kb: u32, last: u32, tile_step: u64, slot: u32, ctid: u32) {
+    let kb = kb.min(last);
+    for (i, row) in rows.iter().enumerate() {
+        let i = i as u32;
+        let values = smem.raw(slot, i / 2, ctid).offset((i % 2) * THREAD_RAW_BYTES);
+        cp_async::ca_8(values, row.values + (kb * ROW_RAW_BYTES) as u64);
+        let scales = smem.raw(slot, RAW_CHUNKS - 1, ctid).offset(i * F32_BYTES);
+        cp_async::ca_4(scales, row.scales + kb as u64 * tile_step, F32_BYTES);
+    }
+    cp_async::commit_group();
+}
+
+/// One stage of a thread's raw data: two words (as u64) and the scale byte per row.
 struct Raw {
     words: [u64; 4],
     scales: [u32; 4],
 }
 
-/// Issues the loads of stage `kb` of the thread's rows. Past the unit's last stage it
-/// reloads that stage (in bounds, never used): no branch, no flag.
+/// Reads raw slot `slot` back (after `cp.async.wait_group` proved it landed).
 #[inline(always)]
-fn load_raw(rows: &[WeightRow; 4], kb: u32, last: u32, tile_step: u64) -> Raw {
-    let kb = kb.min(last);
-    Raw {
-        words: rows.map(|row| memory::ld_global_nc_u64(row.values + (kb * ROW_RAW_BYTES) as u64)),
-        scales: rows.map(|row| memory::ld_global_nc_u8(row.scale + kb as u64 * tile_step) as u32),
-    }
+fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
+    let lo = memory::ld_shared_v4_b32(smem.raw(slot, 0, ctid));
+    let hi = memory::ld_shared_v4_b32(smem.raw(slot, 1, ctid));
+    let sf = memory::ld_shared_v4_b32(smem.raw(slot, RAW_CHUNKS - 1, ctid));
+    let word = |w: [u32; 4], i: usize| w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32;
+    Raw { words: [word(lo, 0), word(lo, 1), word(hi, 0), word(hi, 1)], scales: sf.map(|g| (g >> (8 * t)) & 0xFF) }
 }
 
 /// Consumer warpgroup `c`: weight rows n0 + 128c + 64b + 16w + g (+8), b = 0, 1.
@@ -529,7 +561,7 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
         let n = (unit.n0 + c * BLOCKS as u32 * WGMMA_M + b * WGMMA_M + 16 * w + g + 8 * h).min(args.n - 1);
         WeightRow {
             values: args.b + (unit.l as u64 * args.n as u64 + n as u64) * p.row_bytes + (t * THREAD_RAW_BYTES) as u64,
-            scale: sf_batch + layout::offset(n, t, p.sf_cols),
+            scales: sf_batch + layout::offset(n, 0, p.sf_cols),
         }
     });
 
@@ -543,9 +575,12 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     }
     // The slot the producer refills next, and its lap (the `empty` phase to wait for).
     let mut refill = RingPos::START;
-    // Raw loads RAW_AHEAD stages ahead, rotated through named registers (a runtime index
-    // into an array would put it in local memory).
-    let mut ahead: [Raw; RAW_AHEAD] = core::array::from_fn(|i| load_raw(&rows, begin + i as u32, end - 1, tile_step));
+    let ctid = c * WARPGROUP + thread;
+    // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb.
+    for i in 0..RAW_AHEAD {
+        copy_raw(smem, &rows, begin + i, end - 1, tile_step, i, ctid);
+    }
+    let mut raw_slot = 0;
     let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
     // A fragments, double-buffered by step parity: step j + 2 rewrites step j's
     // registers only after `wait_group 1` at step j + 1 proved step j complete (and
@@ -557,11 +592,13 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     // the wgmmas over the copies such a merge needs).
     let mut kb = begin;
     loop {
-        let raw = ahead[0];
-        for a in 1..RAW_AHEAD {
-            ahead[a - 1] = ahead[a];
-        }
-        ahead[RAW_AHEAD - 1] = load_raw(&rows, kb + RAW_AHEAD as u32, end - 1, tile_step);
+        // Refill the slot read a stage ago with stage kb + RAW_AHEAD, then wait for
+        // stage kb's group (all but the RAW_AHEAD newest groups complete).
+        let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
+        copy_raw(smem, &rows, kb + RAW_AHEAD, end - 1, tile_step, refill_slot, ctid);
+        cp_async::wait_group::<RAW_AHEAD>();
+        let raw = read_raw(smem, raw_slot, ctid, t);
+        raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };
         let scales = raw.scales.map(scale_f16x2);
 
         smem.full(ring.slot).wait(ring.phase);
@@ -619,7 +656,6 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     wgmma::fence_operand(&mut acc[0]);
     wgmma::fence_operand(&mut acc[1]);
 
-    let ctid = c * WARPGROUP + thread;
     let out = Out { p, unit, c, w, g, t };
     if p.splits == 1 {
         out.store(&acc);
