@@ -181,19 +181,28 @@ impl Kernel {
         }
     }
 
-    /// The launches of one GEMM call, in stream order: the main launch, preceded for
-    /// `sm90v2` by the prologue that dequantizes the activations into the workspace.
+    /// The launches of one GEMM call, in stream order: the main launch; for `sm90v2`
+    /// preceded by the prologue that dequantizes the activations into the workspace and,
+    /// when it splits K, followed by the sum of the partials.
     pub fn steps(self, shape: Shape) -> Vec<Step> {
         let main = Step { entry: self.ptx().1, launch: self.launch(shape), body: self.body() };
         match self {
-            Kernel::Sm90v2 => vec![
-                Step {
-                    entry: "nvfp4_sm90v2_prepare",
-                    launch: kernel::sm90v2::prepare_launch(shape.m, shape.k, shape.l),
-                    body: kernel::sm90v2::prepare,
-                },
-                main,
-            ],
+            Kernel::Sm90v2 => {
+                use kernel::sm90v2;
+                let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
+                let mut steps = vec![
+                    Step { entry: "nvfp4_sm90v2_prepare", launch: sm90v2::prepare_launch(m, k, l), body: sm90v2::prepare },
+                    main,
+                ];
+                if sm90v2::splits(m, n, k, l) > 1 {
+                    steps.push(Step {
+                        entry: "nvfp4_sm90v2_reduce",
+                        launch: sm90v2::reduce_launch(m, n, l),
+                        body: sm90v2::reduce,
+                    });
+                }
+                steps
+            }
             _ => vec![main],
         }
     }
@@ -314,7 +323,7 @@ mod tests {
             for step in k.steps(shape) {
                 assert!(ptx.ptx.contains(&format!(".entry {}", step.entry)), "{} missing from {target}", step.entry);
             }
-            assert_eq!(k.steps(shape).last().unwrap().entry, entry);
+            assert!(k.steps(shape).iter().any(|s| s.entry == entry));
             let launch = k.launch(shape);
             assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
             assert_eq!(launch.dynamic_smem, k.dynamic_smem());

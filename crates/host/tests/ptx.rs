@@ -29,7 +29,7 @@ fn each_ptx_has_its_entry_points() {
             .collect()
     };
     assert_eq!(entries("portable"), ["nvfp4_gemm_naive"]);
-    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_prepare"]);
+    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce"]);
     assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
 }
 
@@ -146,13 +146,12 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
         "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
         "mbarrier.try_wait.parity.shared::cta.b64",
-        "ld.global.nc.u64",
         "cvt.rn.f16x2.e4m3x2",
         "mul.rn.f16x2",
-        // The split-K fix-up.
-        "fence.acq_rel.gpu",
-        "atom.acq_rel.gpu.global.add.u32",
-        "ld.global.cg.v4.b32",
+        // Raw weights and scales through each thread's own cp.async ring.
+        "cp.async.ca.shared.global",
+        "cp.async.wait_group 3",
+        // Split-K partials.
         "st.global.v4.b32",
     ] {
         assert!(body.contains(instruction), "sm90v2 PTX lacks `{instruction}`");
@@ -164,6 +163,8 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     assert!(!body.contains("fence.proxy.async"), "sm90v2 writes no generic shared memory for wgmma");
     let prepare = &ptx[ptx.find(".entry nvfp4_sm90v2_prepare(").expect("prologue entry")..];
     assert!(prepare.contains("st.global.v4.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
+    let reduce = &ptx[ptx.find(".entry nvfp4_sm90v2_reduce(").expect("reduce entry")..];
+    assert!(reduce.contains("ld.global.cg.v4.b32"));
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! from shared memory with a descriptor. The accumulator therefore holds a block of Cᵀ:
 //! accumulator row = weight row n, accumulator column = activation row m.
 //!
-//! **Two launches.**
+//! **Launches** (two, three with split K).
 //! 1. [`prepare`] (`nvfp4_sm90v2_prepare`): dequantizes A once per call into the
 //!    workspace, as fp16 images that are byte for byte the shared-memory tiles the main
 //!    kernel needs: per (batch, 128-row block of M, 64-value K stage) one 16 KiB image of
@@ -64,11 +64,14 @@
 //!   version kept them in registers one stage ahead: the DRAM latency, not the MMA, set
 //!   the pace, and more stages in registers did not fit beside 128 accumulators.)
 //!
-//! **Split K.** When the tiles fill fewer than half the SMs (all three M = 128 shapes),
-//! [`splits`] CTAs share a tile, each a contiguous range of its K stages; they store fp32
-//! partials (in the accumulator's own register order: each thread reads back what the
-//! same thread index wrote, 16 bytes at a time), count themselves in with an acq_rel
-//! atomic, and the last sums the partials in split order and writes C (sm100's pattern).
+//! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). When the tiles fill fewer
+//! than half the SMs (all three M = 128 shapes), [`splits`] CTAs share a tile, each a
+//! contiguous range of its K stages, and store fp32 partials in the accumulators' own
+//! register order (16-byte stores, contiguous across the 256 threads). A third launch,
+//! one thread per 4 accumulators of every tile, sums the splits in split order (the
+//! result does not depend on timing) and writes C. Unlike sm100's in-kernel fix-up (the
+//! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
+//! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 64. Needs sm_90a (wgmma, bulk copies).
 //!
@@ -149,9 +152,8 @@ const CHUNK: u32 = 16;
 const PAIRS: u32 = 8;
 /// fp32 accumulators per thread per m64 block: m64n128 / 128 threads.
 const ACCUMULATORS: usize = (WGMMA_M * BLOCK_M / WARPGROUP) as usize;
-/// Named barriers: the whole CTA; the consumers only (split-K fix-up).
+/// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
-const BARRIER_CONSUMERS: u32 = 1;
 
 const _: () = assert!(THREAD_RAW_BYTES == 8, "one 8-byte load per thread per row per stage: two words");
 const _: () = assert!(THREAD_RAW_BYTES * 2 == SF_VECTOR, "a thread's values are exactly one scale block");
@@ -176,10 +178,8 @@ const RAW_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
 /// mbarriers: full[STAGES], then empty[STAGES].
 const FULL_OFFSET: u32 = RAW_OFFSET + RAW_STAGES * RAW_STAGE_BYTES;
 const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
-/// One u32: "this CTA brought the tile's split count to the end" (split-K fix-up).
-const LAST_SPLIT_OFFSET: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 /// Total dynamic shared memory.
-pub const SMEM_BYTES: u32 = LAST_SPLIT_OFFSET + F32_BYTES;
+pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 
 const _: () = assert!(ACT_STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
 const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
@@ -208,9 +208,6 @@ impl Smem {
     /// Guards "no wgmma reads the slot any more; the producer may refill it".
     fn empty(self, slot: u32) -> Mbarrier {
         Mbarrier(self.0.offset(EMPTY_OFFSET + slot * MBARRIER_BYTES))
-    }
-    fn last_split(self) -> SmemAddr {
-        self.0.offset(LAST_SPLIT_OFFSET)
     }
 }
 
@@ -241,7 +238,7 @@ impl RingPos {
 pub const SMS: u32 = 132;
 /// At most this many CTAs share a tile's K stages...
 const MAX_SPLITS: u32 = 8;
-/// ...and each gets at least this many stages, so the fix-up stays small.
+/// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// Bytes of one split's f32 partial tile.
 const PARTIAL_BYTES: u32 = BLOCK_N * BLOCK_M * F32_BYTES;
@@ -274,16 +271,15 @@ const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
     l as u64 * m.div_ceil(BLOCK_M) as u64 * (k / BLOCK_K) as u64 * ACT_STAGE_BYTES as u64
 }
 
-/// Workspace: the prepared activations, then (split K only) one u32 counter per tile
-/// (zero before the first launch, left zero by every launch) and one f32 partial per split.
+/// Workspace: the prepared activations, then (split K only) one f32 partial per split
+/// of every tile. Every launch writes what it reads: nothing needs to stay zero.
 pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
     let s = splits(m, n, k, l);
     let act = align(act_bytes(m, k, l));
     if s == 1 {
         return act;
     }
-    let t = tiles(m, n, l);
-    act + align((t * F32_BYTES) as u64) + t as u64 * s as u64 * PARTIAL_BYTES as u64
+    act + tiles(m, n, l) as u64 * s as u64 * PARTIAL_BYTES as u64
 }
 
 /// The main kernel's launch: one CTA per work unit (tile, split).
@@ -305,7 +301,6 @@ struct Problem {
     args: GemmArgs,
     n_tiles: u32,
     m_tiles: u32,
-    tiles: u32,
     splits: u32,
     k_stages: u32,
     /// Bytes per row of A and B.
@@ -334,7 +329,6 @@ impl Problem {
             args: *args,
             n_tiles,
             m_tiles,
-            tiles: n_tiles * m_tiles * args.l,
             splits: splits(args.m, args.n, args.k, args.l),
             k_stages: args.k / BLOCK_K,
             row_bytes: (args.k / 2) as u64,
@@ -366,18 +360,10 @@ impl Problem {
         self.args.workspace + index * ACT_STAGE_BYTES as u64
     }
 
-    fn counters(&self) -> u64 {
-        self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l))
-    }
-
-    fn counter(&self, unit: &Unit) -> u64 {
-        self.counters() + (unit.index * F32_BYTES) as u64
-    }
-
-    /// Split `split`'s partial of `unit`'s tile.
-    fn partial(&self, unit: &Unit, split: u32) -> u64 {
-        let partials = self.counters() + align((self.tiles * F32_BYTES) as u64);
-        partials + (unit.index * self.splits + split) as u64 * PARTIAL_BYTES as u64
+    /// Split `split`'s f32 partial of tile `index`.
+    fn partial(&self, index: u32, split: u32) -> u64 {
+        let partials = self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l));
+        partials + (index * self.splits + split) as u64 * PARTIAL_BYTES as u64
     }
 }
 
@@ -656,103 +642,126 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     wgmma::fence_operand(&mut acc[0]);
     wgmma::fence_operand(&mut acc[1]);
 
-    let out = Out { p, unit, c, w, g, t };
+    let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
     if p.splits == 1 {
-        out.store(&acc);
-    } else {
-        fix_up(smem, &out, &acc, ctid);
-    }
-}
-
-/// Where a consumer thread's accumulators go in C.
-struct Out<'a> {
-    p: &'a Problem,
-    unit: &'a Unit,
-    c: u32,
-    w: u32,
-    g: u32,
-    t: u32,
-}
-
-impl Out<'_> {
-    /// Writes the thread's 2 x 64 accumulators to C as fp16.
-    ///
-    /// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v holds accumulator row
-    /// 16w + g + 8·((v/2)%2) and column 8·(v/4) + 2t + v%2. Rows are weight rows (n),
-    /// columns activation rows (m): each value is one fp16 of C[m][n]. Unrolled so every
-    /// register index is a constant.
-    #[inline(always)]
-    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-    fn store(&self, acc: &[[f32; ACCUMULATORS]; BLOCKS]) {
-        let args = &self.p.args;
-        let batch = args.c + self.unit.l as u64 * args.m as u64 * args.n as u64 * F16_BYTES as u64;
-        let m0 = self.unit.m_tile * BLOCK_M + 2 * self.t;
         // Blocks and registers unrolled: a runtime index would put `acc` in local memory.
-        seq_macro::seq!(B in 0..2 {{
-            let n0 = self.unit.n0 + self.c * BLOCKS as u32 * WGMMA_M + B * WGMMA_M + 16 * self.w + self.g;
-            seq_macro::seq!(V in 0..64 {{
-                let (n, m) = (n0 + 8 * ((V / 2) % 2), m0 + 8 * (V / 4) + V % 2);
-                if n < args.n && m < args.m {
-                    let addr = batch + (m as u64 * args.n as u64 + n as u64) * F16_BYTES as u64;
-                    memory::st_global_b16(addr, cvt::f16_from_f32(acc[B][V]));
-                }
-            }});
-        }});
-    }
-}
-
-/// The split-K fix-up, by the 256 consumer threads (`ctid`): store this split's partial,
-/// count it in; if it was the last, sum all partials in split order and write C.
-///
-/// Partial layout: [block][register quad][thread][4 f32], so each 16-byte store of the
-/// 256 threads is contiguous, and each thread reads back what its own index wrote.
-#[inline(always)]
-#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-fn fix_up(smem: Smem, out: &Out<'_>, acc: &[[f32; ACCUMULATORS]; BLOCKS], ctid: u32) {
-    let (p, unit) = (out.p, out.unit);
-    const QUADS: u32 = ACCUMULATORS as u32 / 4;
-    let at = |split: u32, b: u32, q: u32| {
-        p.partial(unit, split) + (((b * QUADS + q) * CONSUMER_THREADS + ctid) * CHUNK) as u64
-    };
-    seq_macro::seq!(B in 0..2 {
-        seq_macro::seq!(Q in 0..16 {
-            memory::st_global_v4_b32(
-                at(unit.split, B, Q),
-                [acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(), acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits()],
-            );
+        seq_macro::seq!(B in 0..2 {
+            seq_macro::seq!(V in 0..64 {
+                place.store(B, V, acc[B][V]);
+            });
         });
-    });
-    // This thread's partial stores happen before the count, for every thread of the GPU.
-    fence::acq_rel_gpu();
-    barrier::sync(BARRIER_CONSUMERS, CONSUMER_THREADS);
-    if ctid == 0 {
-        let arrived = memory::atom_add_acq_rel_gpu_u32(p.counter(unit), 1);
-        memory::st_shared_b32(smem.last_split(), (arrived == p.splits - 1) as u32);
-    }
-    barrier::sync(BARRIER_CONSUMERS, CONSUMER_THREADS);
-    if memory::ld_shared_b32(smem.last_split()) == 0 {
-        return;
-    }
-    // Last: every other split's partial is complete and visible from here on.
-    fence::acq_rel_gpu();
-    let mut sum = [[0f32; ACCUMULATORS]; BLOCKS];
-    for split in 0..p.splits {
+    } else {
+        // This split's f32 partial; the reduce launch sums the splits and writes C.
         seq_macro::seq!(B in 0..2 {
             seq_macro::seq!(Q in 0..16 {
-                let v = memory::ld_global_cg_v4_b32(at(split, B, Q));
-                seq_macro::seq!(I in 0..4 {
-                    sum[B][4 * Q + I] += f32::from_bits(v[I]);
-                });
+                memory::st_global_v4_b32(
+                    p.partial(unit.index, unit.split) + partial_offset(B * QUADS + Q, ctid),
+                    [acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(), acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits()],
+                );
             });
         });
     }
-    out.store(&sum);
-    if ctid == 0 {
-        // The next launch counts from zero again.
-        memory::st_global_b32(p.counter(unit), 0);
+}
+
+/// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
+const QUADS: u32 = ACCUMULATORS as u32 / 4;
+
+/// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
+/// [block][quad][thread][4 f32], so the 256 threads' 16-byte stores are contiguous.
+#[inline(always)]
+fn partial_offset(bq: u32, ctid: u32) -> u64 {
+    ((bq * CONSUMER_THREADS + ctid) * CHUNK) as u64
+}
+
+/// Where consumer thread `ctid`'s accumulators go in C.
+///
+/// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v of warp w's thread
+/// (g = lane/4, t = lane%4) holds accumulator row 16w + g + 8·((v/2)%2) and column
+/// 8·(v/4) + 2t + v%2. Rows are weight rows (n), columns activation rows (m): each value
+/// is one fp16 of C[m][n].
+#[derive(Clone, Copy)]
+struct Place {
+    /// C of the batch.
+    c: u64,
+    m_count: u32,
+    n_count: u32,
+    /// n of block 0, register 0; m of register 0.
+    n_base: u32,
+    m_base: u32,
+}
+
+impl Place {
+    #[inline(always)]
+    fn new(p: &Problem, l: u32, m_tile: u32, n0: u32, ctid: u32) -> Place {
+        let (c, thread) = (ctid / WARPGROUP, ctid % WARPGROUP);
+        let (w, lane) = (thread / WARP, thread % WARP);
+        let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
+        let args = &p.args;
+        Place {
+            c: args.c + l as u64 * args.m as u64 * args.n as u64 * F16_BYTES as u64,
+            m_count: args.m,
+            n_count: args.n,
+            n_base: n0 + c * BLOCKS as u32 * WGMMA_M + 16 * w + g,
+            m_base: m_tile * BLOCK_M + 2 * t,
+        }
+    }
+
+    /// Stores accumulator `v` of block `b` as fp16, if it lies inside C.
+    #[inline(always)]
+    fn store(&self, b: u32, v: u32, value: f32) {
+        let n = self.n_base + b * WGMMA_M + 8 * ((v / 2) % 2);
+        let m = self.m_base + 8 * (v / 4) + v % 2;
+        if n < self.n_count && m < self.m_count {
+            let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * F16_BYTES as u64;
+            memory::st_global_b16(addr, cvt::f16_from_f32(value));
+        }
     }
 }
 
-// The GPU entry points: `.entry nvfp4_sm90v2_prepare`, `.entry nvfp4_gemm_sm90v2`.
+// ---------------------------------------------------------------------------------------
+// Launch 3 (split K only): the sum of the partials
+// ---------------------------------------------------------------------------------------
+
+/// Threads of a [`reduce`] CTA.
+const REDUCE_THREADS: u32 = 256;
+const _: () = assert!((BLOCKS as u32 * QUADS * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
+
+/// The reduce launch: one thread per partial quad of every tile.
+pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
+    let quads = tiles(m, n, l) * BLOCKS as u32 * QUADS * CONSUMER_THREADS;
+    Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
+}
+
+/// Sums one quad of a tile's partials in split order (so the result does not depend on
+/// which CTA finished first) and writes its 4 values to C. All SMs share the work; the
+/// first version had the last CTA of each tile read all its tile's partials: one SM
+/// reading 4-8 x 128 KiB took ~17 us, a quarter of the big shape's time.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+pub fn reduce(args: &GemmArgs) {
+    let p = Problem::new(args);
+    let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
+    let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
+    let (bq, index) = (rest % (BLOCKS as u32 * QUADS), rest / (BLOCKS as u32 * QUADS));
+    let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
+    let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
+    let mut sum = [0f32; 4];
+    for split in 0..p.splits {
+        let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
+        seq_macro::seq!(E in 0..4 {
+            sum[E] += f32::from_bits(v[E]);
+        });
+    }
+    let place = Place::new(&p, l, m_tile, n_tile * BLOCK_N, ctid);
+    let (b, q) = (bq / QUADS, bq % QUADS);
+    // Unrolled: a runtime index would put `sum` in local memory.
+    seq_macro::seq!(E in 0..4 {
+        place.store(b, 4 * q + E, sum[E]);
+    });
+}
+
+// The GPU entry points: `.entry nvfp4_sm90v2_prepare`, `.entry nvfp4_gemm_sm90v2`,
+// `.entry nvfp4_sm90v2_reduce`.
 gemm_entry_point!(nvfp4_sm90v2_prepare => prepare);
 gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm);
+gemm_entry_point!(nvfp4_sm90v2_reduce => reduce);
