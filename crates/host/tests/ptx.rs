@@ -132,10 +132,12 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
 #[test]
 fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     let ptx = target("sm90a").unwrap().ptx;
-    // The main kernel's body: from its entry to the next entry (or the end).
-    let start = ptx.find(".entry nvfp4_gemm_sm90v2(").expect("sm90v2 entry");
-    let body = &ptx[start..];
-    let body = &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)];
+    // An entry's body: from its `.entry` to the next one (or the end).
+    let entry = |name: &str| -> &str {
+        let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
+        &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
+    };
+    let body = entry("nvfp4_gemm_sm90v2");
     for instruction in [
         // RS: the A operand is four registers, then the B descriptor.
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
@@ -161,10 +163,9 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     // No shared-memory staging of fp16 operands: the prologue did the activations, the
     // weights go to registers.
     assert!(!body.contains("fence.proxy.async"), "sm90v2 writes no generic shared memory for wgmma");
-    let prepare = &ptx[ptx.find(".entry nvfp4_sm90v2_prepare(").expect("prologue entry")..];
-    assert!(prepare.contains("st.global.v4.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
-    let reduce = &ptx[ptx.find(".entry nvfp4_sm90v2_reduce(").expect("reduce entry")..];
-    assert!(reduce.contains("ld.global.cg.v4.b32"));
+    let prepare = entry("nvfp4_sm90v2_prepare");
+    assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
+    assert!(entry("nvfp4_sm90v2_reduce").contains("ld.global.cg.v4.b32"));
 }
 
 #[test]

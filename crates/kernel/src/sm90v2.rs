@@ -287,8 +287,8 @@ pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
     Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
 }
 
-/// Threads of a [`prepare`] CTA: one per activation row of an image.
-const PREPARE_THREADS: u32 = BLOCK_M;
+/// Threads of a [`prepare`] CTA: four per activation row of an image.
+const PREPARE_THREADS: u32 = BLOCK_M * LANES_PER_ROW;
 
 /// The prologue's launch: one CTA per activation image.
 pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
@@ -408,42 +408,36 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 // Launch 1: the activation images
 // ---------------------------------------------------------------------------------------
 
-/// One CTA per image (batch, M block, K stage), thread r converts image row r: its four
-/// 8-byte quarters, as the four consumer threads t = 0..3 would convert them, into the 8
-/// chunks of the fp16 row, chunk i = (H[i] of t = 0..3), stored 128B-swizzled.
+/// One CTA per image (batch, M block, K stage); thread 4r + t converts quarter t of
+/// image row r (8 raw bytes, one scale) exactly as consumer thread t converts a weight
+/// row, and stores its H[i] at bytes 4t of the row's chunk i, 128B-swizzled. Four
+/// threads per row: 4x the loads in flight of one thread per row (the first version of
+/// this launch took 7.5 us on the big shape), and a quarter-warp's 16-byte chunk stores
+/// come from 4 lanes.
 #[inline(always)]
 pub fn prepare(args: &GemmArgs) {
     let p = Problem::new(args);
     let image = special::ctaid_x();
     let (kb, rest) = (image % p.k_stages, image / p.k_stages);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
-    let r = special::tid_x();
+    let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
     let m = m_tile * BLOCK_M + r;
 
-    let mut words = [0u64; LANES_PER_ROW as usize];
-    let mut scales = [0u32; LANES_PER_ROW as usize];
+    let (mut words, mut scale) = (0u64, 0u32);
     if m < args.m {
         let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes + (kb * ROW_RAW_BYTES) as u64;
+        words = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
         let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
-        for t in 0..LANES_PER_ROW {
-            words[t as usize] = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
-            let byte = memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols));
-            scales[t as usize] = scale_f16x2(byte as u32);
-        }
+        scale = scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
     }
     // The image's row r, in the swizzled layout the shared-memory copy keeps: the XOR
     // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
-    // swizzling by the offset inside the image is swizzling by the shared address.
+    // swizzling by the offset inside the image is swizzling by the shared address (the
+    // XOR moves whole 16-byte chunks; 4t stays inside the chunk).
     let dst = p.image(l, m_tile, kb);
     for i in 0..PAIRS {
-        let chunk = [
-            h(words[0], i, scales[0]),
-            h(words[1], i, scales[1]),
-            h(words[2], i, scales[2]),
-            h(words[3], i, scales[3]),
-        ];
-        let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK);
-        memory::st_global_v4_b32(dst + offset as u64, chunk);
+        let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES;
+        memory::st_global_b32(dst + offset as u64, h(words, i, scale));
     }
 }
 
@@ -521,7 +515,8 @@ struct Raw {
     scales: [u32; 4],
 }
 
-/// Reads raw slot `slot` back (after `cp.async.wait_group` proved it landed).
+/// Reads raw slot `slot` back (after `cp.async.wait_group` proved it landed); the
+/// scales are the bytes here, fp16x2 (sf·64) once `consumer` converts them.
 #[inline(always)]
 fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
     let lo = memory::ld_shared_v4_b32(smem.raw(slot, 0, ctid));
@@ -567,6 +562,18 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
         copy_raw(smem, &rows, begin + i, end - 1, tile_step, i, ctid);
     }
     let mut raw_slot = 0;
+    // Refill the slot read a stage ago with stage kb + RAW_AHEAD, wait for the group of
+    // the stage in `raw_slot` (all but the RAW_AHEAD newest groups complete), read it.
+    let mut fetch = |kb: u32| -> Raw {
+        let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
+        copy_raw(smem, &rows, kb + RAW_AHEAD, end - 1, tile_step, refill_slot, ctid);
+        cp_async::wait_group::<RAW_AHEAD>();
+        let raw = read_raw(smem, raw_slot, ctid, t);
+        raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };
+        Raw { words: raw.words, scales: raw.scales.map(scale_f16x2) }
+    };
+    // This stage's raw words and fp16x2 scales.
+    let mut raw = fetch(begin);
     let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
     // A fragments, double-buffered by step parity: step j + 2 rewrites step j's
     // registers only after `wait_group 1` at step j + 1 proved step j complete (and
@@ -578,15 +585,7 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     // the wgmmas over the copies such a merge needs).
     let mut kb = begin;
     loop {
-        // Refill the slot read a stage ago with stage kb + RAW_AHEAD, then wait for
-        // stage kb's group (all but the RAW_AHEAD newest groups complete).
-        let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
-        copy_raw(smem, &rows, kb + RAW_AHEAD, end - 1, tile_step, refill_slot, ctid);
-        cp_async::wait_group::<RAW_AHEAD>();
-        let raw = read_raw(smem, raw_slot, ctid, t);
-        raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };
-        let scales = raw.scales.map(scale_f16x2);
-
+        let scales = raw.scales;
         smem.full(ring.slot).wait(ring.phase);
         let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
         seq_macro::seq!(J in 0..4 {{
@@ -616,6 +615,9 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
                 // Step J + 1's conversion overlaps this step's MMA.
                 wgmma::wait_group::<1>();
             } else {
+                // The next stage's raw data (past the last stage: a harmless re-read),
+                // while this step's MMA runs: not a wgmma operand, so no hazard.
+                raw = fetch(kb + 1);
                 // The stage's last step: drain. The next stage's fragments are the same
                 // PTX registers as this stage's (a loop iteration), and ptxas serializes
                 // every wgmma (C7513) if one of them is redefined while any wgmma is in
