@@ -19,10 +19,13 @@ pub struct EmulatedRun {
     pub wall: Duration,
 }
 
+/// A kernel body as the emulator runs it.
+type Body = fn(&GemmArgs);
+
 /// Runs `kernel` on `problem` under emulation: each of its launches in order, on the same
 /// memory (statistics summed over the launches).
 pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
-    let steps: Vec<(Launch, fn(&GemmArgs))> = kernel.steps(problem.shape).iter().map(|s| (s.launch, s.body)).collect();
+    let steps: Vec<(Launch, Body)> = kernel.steps(problem.shape).iter().map(|s| (s.launch, s.body)).collect();
     run_steps(problem, &steps)
 }
 

@@ -191,7 +191,11 @@ impl Kernel {
                 use kernel::sm90v2;
                 let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
                 let mut steps = vec![
-                    Step { entry: "nvfp4_sm90v2_prepare", launch: sm90v2::prepare_launch(m, k, l), body: sm90v2::prepare },
+                    Step {
+                        entry: "nvfp4_sm90v2_prepare",
+                        launch: sm90v2::prepare_launch(m, k, l),
+                        body: sm90v2::prepare,
+                    },
                     main,
                 ];
                 if sm90v2::splits(m, n, k, l) > 1 {

@@ -29,7 +29,10 @@ fn each_ptx_has_its_entry_points() {
             .collect()
     };
     assert_eq!(entries("portable"), ["nvfp4_gemm_naive"]);
-    assert_eq!(entries("sm90a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm90", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce"]);
+    assert_eq!(
+        entries("sm90a"),
+        ["nvfp4_gemm_naive", "nvfp4_gemm_sm90", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce"]
+    );
     assert_eq!(entries("sm100a"), ["nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
 }
 

@@ -98,7 +98,6 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    let entries: Vec<&str> =
-        Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();
+    let entries: Vec<&str> = Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();
     assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]);
 }

@@ -428,7 +428,8 @@ pub fn prepare(args: &GemmArgs) {
         let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes + (kb * ROW_RAW_BYTES) as u64;
         words = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
         let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
-        scale = scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
+        scale =
+            scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
     }
     // The image's row r, in the swizzled layout the shared-memory copy keeps: the XOR
     // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
@@ -530,7 +531,9 @@ fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
 ///
 /// Row index i = 2b + h of the thread's four rows: block b, h = 0 for row g, 1 for g + 8.
 #[inline(always)]
-#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+// `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
+// the lints fire on the expansion, not on anything to simplify.
+#[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::absurd_extreme_comparisons)]
 fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
