@@ -61,8 +61,8 @@
 //!   of values, 4 x 4 bytes of scales per stage) with `cp.async` into its own slots of
 //!   the raw ring, one commit group per stage, `RAW_AHEAD` stages ahead;
 //!   `cp.async.wait_group RAW_AHEAD` then orders its own reads: no barrier. (The first
-//!   version kept them in registers one stage ahead: the DRAM latency, not the MMA, set
-//!   the pace, and more stages in registers did not fit beside 128 accumulators.)
+//!   version kept them in registers one stage ahead: 9% slower on the largest M = 128
+//!   shape, and more stages in registers did not fit beside 128 accumulators.)
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). When the tiles fill fewer
 //! than half the SMs (all three M = 128 shapes), [`splits`] CTAs share a tile, each a
