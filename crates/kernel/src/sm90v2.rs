@@ -22,9 +22,9 @@
 //!    a range of its K stages); consumer thread 0 copies each stage's image with one 1-D
 //!    `cp.async.bulk` into a ring; each consumer thread copies its own raw weights and
 //!    scales with `cp.async` into a private shared-memory ring `RAW_AHEAD` stages ahead,
-//!    reads them back at the stage's start, converts them per k16 step into A
-//!    fragments and issue RS wgmmas with `wait_group 1`, so the conversion of step j+1
-//!    overlaps the MMA of step j (and of the other warpgroup).
+//!    reads them back (the next stage's while the last step's MMA runs), converts them
+//!    per k16 step into A fragments and issues RS wgmmas with `wait_group 1`, so the
+//!    conversion of step j+1 overlaps the MMA of step j (and of the other warpgroup).
 //!
 //! **K order.** A dot product only needs both operands in the same K order, so each
 //! thread converts its raw word in whatever order is cheapest and the activation image is
@@ -36,8 +36,8 @@
 //! {H_r[2j], H_(r+8)[2j], H_r[2j+1], H_(r+8)[2j+1]}: wgmma reads H[2j] of thread t as
 //! step-local k 2t, 2t+1 and H[2j+1] as k 8+2t, 9+2t. So in the activation image, the
 //! 16-byte chunk i of a row (step-local columns 8·(i%2)..) holds H[i] of t = 0..3 at
-//! bytes 4t: [`prepare`] converts a 32-byte raw activation row exactly as the consumers
-//! convert weights and stores chunk i = (H[i] of t=0, t=1, t=2, t=3).
+//! bytes 4t: [`prepare`] converts quarter t (8 bytes) of a raw activation row exactly as
+//! consumer thread t converts a weight row, and stores H[i] at bytes 4t of chunk i.
 //!
 //! **Warp roles** (256 threads = 2 warpgroups, both *consumers*): warpgroup c owns weight
 //! rows 128c..128c+127 of the tile as two m64 blocks, each against all 128 activation
@@ -79,7 +79,9 @@
 //! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
 //! Here 8 warps convert only the weights, straight into registers, activations are
 //! converted once per call instead of once per CTA, `wait_group 1` overlaps conversion
-//! with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
+//! with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes. Measured on an
+//! H100: 76 / 32 / 27 / 345 us against v1's 287 / 130 / 43 / 624 on the four benchmark
+//! shapes (docs/perf-notes.md, with where the remaining time goes).
 
 use nvfp4::layout;
 use nvfp4::shape::{K_GRANULE, SF_VECTOR};
@@ -411,9 +413,9 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 /// One CTA per image (batch, M block, K stage); thread 4r + t converts quarter t of
 /// image row r (8 raw bytes, one scale) exactly as consumer thread t converts a weight
 /// row, and stores its H[i] at bytes 4t of the row's chunk i, 128B-swizzled. Four
-/// threads per row: 4x the loads in flight of one thread per row (the first version of
-/// this launch took 7.5 us on the big shape), and a quarter-warp's 16-byte chunk stores
-/// come from 4 lanes.
+/// threads per row: 4x the loads in flight of one thread per row, and each 16-byte
+/// chunk comes from 4 lanes. (One thread per row took 7.5 us on the big shape, four take
+/// 7.0: the DRAM latency of A, flushed from L2 by the benchmark, dominates.)
 #[inline(always)]
 pub fn prepare(args: &GemmArgs) {
     let p = Problem::new(args);
