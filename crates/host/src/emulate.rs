@@ -19,9 +19,14 @@ pub struct EmulatedRun {
     pub wall: Duration,
 }
 
-/// Runs `kernel` on `problem` under emulation.
+/// A kernel body as the emulator runs it.
+type Body = fn(&GemmArgs);
+
+/// Runs `kernel` on `problem` under emulation: each of its launches in order, on the same
+/// memory (statistics summed over the launches).
 pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
-    run_body(problem, kernel.launch(problem.shape), kernel.body())
+    let steps: Vec<(Launch, Body)> = kernel.steps(problem.shape).iter().map(|s| (s.launch, s.body)).collect();
+    run_steps(problem, &steps)
 }
 
 /// Workspace every emulated launch gets: the most any kernel asks for the shape.
@@ -43,6 +48,21 @@ pub fn run_body_with(
     options: &emu::Options,
     body: impl Fn(&GemmArgs) + Sync,
 ) -> Result<EmulatedRun> {
+    run_steps_with(problem, &[(launch, body)], options)
+}
+
+/// Runs several launches in order on the same memory (a kernel with a prologue, or a
+/// test's variant of one).
+pub fn run_steps<F: Fn(&GemmArgs) + Sync>(problem: &Problem, steps: &[(Launch, F)]) -> Result<EmulatedRun> {
+    run_steps_with(problem, steps, &emu::Options::default())
+}
+
+/// [`run_steps`] with explicit emulator options.
+pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
+    problem: &Problem,
+    steps: &[(Launch, F)],
+    options: &emu::Options,
+) -> Result<EmulatedRun> {
     let shape = problem.shape;
     let memory = emu::GlobalMemory::new();
     let poison: Vec<u8> = (0..shape.c_bytes() / 2).flat_map(|_| POISON.to_bits().to_le_bytes()).collect();
@@ -58,9 +78,24 @@ pub fn run_body_with(
         k: shape.k,
         l: shape.l,
     };
-    let config = emu::LaunchConfig { grid: launch.grid, block: launch.block, dynamic_smem: launch.dynamic_smem };
     let start = Instant::now();
-    let stats = emu::launch_with(&memory, config, options, || body(&args))?;
+    let mut stats: Option<emu::Stats> = None;
+    for (launch, body) in steps {
+        let config = emu::LaunchConfig { grid: launch.grid, block: launch.block, dynamic_smem: launch.dynamic_smem };
+        let s = emu::launch_with(&memory, config, options, || body(&args))?;
+        stats = Some(match stats {
+            None => s,
+            Some(mut total) => {
+                total.ctas += s.ctas;
+                total.threads += s.threads;
+                for (name, count) in s.instructions {
+                    *total.instructions.entry(name).or_default() += count;
+                }
+                total
+            }
+        });
+    }
+    let stats = stats.expect("at least one launch");
     let wall = start.elapsed();
     let mut bytes = vec![0u8; shape.c_bytes() as usize];
     memory.read(args.c, &mut bytes).map_err(crate::Error::Failed)?;

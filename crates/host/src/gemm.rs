@@ -43,7 +43,8 @@ pub struct DeviceProblem {
 pub struct Gemm<'g> {
     gpu: &'g Gpu,
     kernel: Kernel,
-    function: CudaFunction,
+    /// Every entry point of the kernel's launches, by name.
+    functions: Vec<(&'static str, CudaFunction)>,
 }
 
 /// Kernel times over repeated launches.
@@ -62,14 +63,22 @@ impl<'g> Gemm<'g> {
         let (target, entry) = kernel.ptx();
         let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
         let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
-        let function = module.load_function(entry).context(format!("finding kernel {entry}"))?;
-        let smem = kernel.dynamic_smem();
-        if smem > 48 * 1024 {
-            function
-                .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
-                .context(format!("allowing {smem} bytes of shared memory for {entry}"))?;
+        let mut functions = Vec::new();
+        // The steps' entry points and shared memory do not depend on the shape, but a
+        // step may be skipped for some: this small shape with a long K has them all.
+        let every_step = Shape::new(1, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape");
+        for step in kernel.steps(every_step) {
+            let function = module.load_function(step.entry).context(format!("finding kernel {}", step.entry))?;
+            let smem = step.launch.dynamic_smem;
+            if smem > 48 * 1024 {
+                function
+                    .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+                    .context(format!("allowing {smem} bytes of shared memory for {}", step.entry))?;
+            }
+            functions.push((step.entry, function));
         }
-        Ok(Gemm { gpu, kernel, function })
+        debug_assert!(functions.iter().any(|f| f.0 == entry));
+        Ok(Gemm { gpu, kernel, functions })
     }
 
     pub fn kernel(&self) -> Kernel {
@@ -126,11 +135,19 @@ impl<'g> Gemm<'g> {
         })
     }
 
-    /// Enqueues one launch.
+    /// Enqueues the launches of one call.
     fn launch(&self, d: &mut DeviceProblem) -> Result<()> {
+        for step in self.kernel.steps(d.shape) {
+            let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `new`").1;
+            self.launch_one(d, function, step.launch)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues one launch of `function` with the GEMM arguments.
+    fn launch_one(&self, d: &mut DeviceProblem, function: &CudaFunction, l: kernel::Launch) -> Result<()> {
         let s = &self.gpu.stream;
         let shape = d.shape;
-        let l = self.kernel.launch(shape);
         let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
         let (a, b, sfa, sfb) = (ptr(&d.a), ptr(&d.b), ptr(&d.sfa), ptr(&d.sfb));
         let c = d.c.device_ptr(s).0;
@@ -144,7 +161,7 @@ impl<'g> Gemm<'g> {
             block_dim: (l.block[0], l.block[1], l.block[2]),
             shared_mem_bytes: l.dynamic_smem,
         };
-        let mut builder = s.launch_builder(&self.function);
+        let mut builder = s.launch_builder(function);
         builder
             .arg(&a)
             .arg(&b)

@@ -17,6 +17,9 @@ pub enum Kernel {
     Naive,
     /// Hopper: exact in-kernel FP4→fp16 dequantization feeding wgmma.
     Sm90,
+    /// Hopper v2: weights dequantized into wgmma registers (RS), activations prepared
+    /// once per call, split K.
+    Sm90v2,
     /// Blackwell: block-scaled FP4 tcgen05 MMA, scales in tensor memory.
     Sm100,
 }
@@ -27,7 +30,18 @@ pub enum KernelChoice {
     Auto,
     Naive,
     Sm90,
+    Sm90v2,
     Sm100,
+}
+
+/// One kernel launch of a GEMM call: every kernel takes the [`GemmArgs`] parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// The `.entry` name in the kernel's PTX build.
+    pub entry: &'static str,
+    pub launch: Launch,
+    /// The body as the emulator runs it (once per emulated thread).
+    pub body: fn(&GemmArgs),
 }
 
 /// Which GPUs a kernel's PTX can run on.
@@ -41,12 +55,15 @@ pub enum ArchRule {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 3] = [Kernel::Naive, Kernel::Sm90, Kernel::Sm100];
+    /// In order of preference, least first: `auto` picks the last one the GPU runs.
+    /// `sm90v2` is after `sm90`: measured faster on every benchmark shape (perf notes).
+    pub const ALL: [Kernel; 4] = [Kernel::Naive, Kernel::Sm90, Kernel::Sm90v2, Kernel::Sm100];
 
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Naive => "naive",
             Kernel::Sm90 => "sm90",
+            Kernel::Sm90v2 => "sm90v2",
             Kernel::Sm100 => "sm100",
         }
     }
@@ -58,17 +75,21 @@ impl Kernel {
             Kernel::Sm90 => {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
+            Kernel::Sm90v2 => {
+                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 (RS), bulk-copy ring, split K"
+            }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
             }
         }
     }
 
-    /// The embedded PTX build it lives in, and its `.entry` name.
+    /// The embedded PTX build it lives in, and its main `.entry` name (see [`Kernel::steps`]).
     pub fn ptx(self) -> (&'static str, &'static str) {
         match self {
             Kernel::Naive => ("portable", "nvfp4_gemm_naive"),
             Kernel::Sm90 => ("sm90a", "nvfp4_gemm_sm90"),
+            Kernel::Sm90v2 => ("sm90a", "nvfp4_gemm_sm90v2"),
             Kernel::Sm100 => ("sm100a", "nvfp4_gemm_sm100"),
         }
     }
@@ -78,7 +99,7 @@ impl Kernel {
             Kernel::Naive => {
                 (ArchRule::AtLeast(7, 5), "its portable PTX targets sm_75, the oldest architecture CUDA 13 supports")
             }
-            Kernel::Sm90 => (ArchRule::Exactly(9, 0), "wgmma exists only on Hopper (sm_90a PTX)"),
+            Kernel::Sm90 | Kernel::Sm90v2 => (ArchRule::Exactly(9, 0), "wgmma exists only on Hopper (sm_90a PTX)"),
             Kernel::Sm100 => (
                 ArchRule::Exactly(10, 0),
                 "tcgen05 block-scaled FP4 MMA is sm_100a PTX: B200 and GB200 only (sm_103 parts need their own build)",
@@ -126,6 +147,7 @@ impl Kernel {
         match self {
             Kernel::Naive => 0,
             Kernel::Sm90 => kernel::sm90::SMEM_BYTES,
+            Kernel::Sm90v2 => kernel::sm90v2::SMEM_BYTES,
             Kernel::Sm100 => kernel::sm100::SMEM_BYTES,
         }
     }
@@ -135,25 +157,58 @@ impl Kernel {
     pub fn workspace_bytes(self, shape: Shape) -> u64 {
         match self {
             Kernel::Naive | Kernel::Sm90 => 0,
+            Kernel::Sm90v2 => kernel::sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
             Kernel::Sm100 => kernel::sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
         }
     }
 
-    /// Grid, CTA and shared memory for `shape`.
+    /// Grid, CTA and shared memory of the main launch for `shape`.
     pub fn launch(self, shape: Shape) -> Launch {
         match self {
             Kernel::Naive => kernel::naive::launch(shape.m, shape.n, shape.l),
             Kernel::Sm90 => kernel::sm90::launch(shape.m, shape.n, shape.l),
+            Kernel::Sm90v2 => kernel::sm90v2::launch(shape.m, shape.n, shape.k, shape.l),
             Kernel::Sm100 => kernel::sm100::launch(shape.m, shape.n, shape.k, shape.l),
         }
     }
 
-    /// The kernel body as the emulator runs it (once per emulated thread).
+    /// The main kernel body as the emulator runs it (once per emulated thread).
     pub fn body(self) -> fn(&GemmArgs) {
         match self {
             Kernel::Naive => kernel::naive::gemm,
             Kernel::Sm90 => kernel::sm90::gemm::<kernel::sm90::Correct>,
+            Kernel::Sm90v2 => kernel::sm90v2::gemm,
             Kernel::Sm100 => kernel::sm100::gemm::<kernel::sm100::Correct>,
+        }
+    }
+
+    /// The launches of one GEMM call, in stream order: the main launch; for `sm90v2`
+    /// preceded by the prologue that dequantizes the activations into the workspace and,
+    /// when it splits K, followed by the sum of the partials.
+    pub fn steps(self, shape: Shape) -> Vec<Step> {
+        let main = Step { entry: self.ptx().1, launch: self.launch(shape), body: self.body() };
+        match self {
+            Kernel::Sm90v2 => {
+                use kernel::sm90v2;
+                let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
+                let mut steps = vec![
+                    Step {
+                        entry: "nvfp4_sm90v2_prepare",
+                        launch: sm90v2::prepare_launch(m, k, l),
+                        body: sm90v2::prepare,
+                    },
+                    main,
+                ];
+                if sm90v2::splits(m, n, k, l) > 1 {
+                    steps.push(Step {
+                        entry: "nvfp4_sm90v2_reduce",
+                        launch: sm90v2::reduce_launch(m, n, l),
+                        body: sm90v2::reduce,
+                    });
+                }
+                steps
+            }
+            _ => vec![main],
         }
     }
 
@@ -167,7 +222,7 @@ impl Kernel {
                 (2.0 * lanes, "f32 FMA on CUDA cores")
             }
             // Dense fp16 wgmma: 4096 FLOP/clk/SM on an H100 (measured with SS m64n256k16).
-            Kernel::Sm90 => (4096.0, "dense fp16 tensor cores"),
+            Kernel::Sm90 | Kernel::Sm90v2 => (4096.0, "dense fp16 tensor cores"),
             // Dense block-scaled FP4 tcgen05: 16384 FMA/clk/SM (a B200's 9 PFLOP/s dense
             // FP4 over 148 SMs at ~1.9 GHz); not measured here, no B200 at hand.
             Kernel::Sm100 => (32768.0, "dense FP4 tensor cores"),
@@ -188,6 +243,7 @@ impl KernelChoice {
         match self {
             KernelChoice::Naive => Kernel::Naive,
             KernelChoice::Sm90 => Kernel::Sm90,
+            KernelChoice::Sm90v2 => Kernel::Sm90v2,
             KernelChoice::Sm100 => Kernel::Sm100,
             KernelChoice::Auto => {
                 Kernel::ALL.iter().rev().copied().find(|k| cc.is_none_or(|cc| k.runs_on(cc))).unwrap_or(Kernel::Naive)
@@ -231,7 +287,7 @@ mod tests {
 
     #[test]
     fn auto_picks_the_most_capable_kernel() {
-        assert_eq!(KernelChoice::Auto.resolve(Some((9, 0))), Kernel::Sm90);
+        assert_eq!(KernelChoice::Auto.resolve(Some((9, 0))), Kernel::Sm90v2);
         assert_eq!(KernelChoice::Auto.resolve(Some((8, 0))), Kernel::Naive);
         assert_eq!(KernelChoice::Auto.resolve(Some((10, 0))), Kernel::Sm100);
         assert_eq!(KernelChoice::Auto.resolve(Some((12, 0))), Kernel::Naive);
@@ -259,7 +315,7 @@ mod tests {
         let err = Kernel::Sm100.check_device(&device((9, 0))).unwrap_err().to_string();
         assert!(err.contains("kernel `sm100` needs compute capability 10.0"), "{err}");
         assert!(err.contains("has 9.0"), "{err}");
-        assert!(err.contains("kernels that run here: naive, sm90"), "{err}");
+        assert!(err.contains("kernels that run here: naive, sm90, sm90v2"), "{err}");
         assert!(Kernel::Sm100.check_device(&device((10, 0))).is_ok());
     }
 
@@ -269,7 +325,10 @@ mod tests {
         for k in Kernel::ALL {
             let (target, entry) = k.ptx();
             let ptx = crate::embedded::target(target).expect("embedded target");
-            assert!(ptx.ptx.contains(&format!(".entry {entry}")), "{entry} missing from {target}");
+            for step in k.steps(shape) {
+                assert!(ptx.ptx.contains(&format!(".entry {}", step.entry)), "{} missing from {target}", step.entry);
+            }
+            assert!(k.steps(shape).iter().any(|s| s.entry == entry));
             let launch = k.launch(shape);
             assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
             assert_eq!(launch.dynamic_smem, k.dynamic_smem());

@@ -57,7 +57,7 @@ fn conflicting_options_are_refused() {
     assert_eq!(o.status.code(), Some(2), "clap refuses --shape with --inputs");
     let o = host(&["--kernel", "sm120"]);
     assert_eq!(o.status.code(), Some(2), "no sm120 kernel exists, so clap refuses it");
-    assert!(stderr(&o).contains("possible values: auto, naive, sm90, sm100"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("possible values: auto, naive, sm90, sm90v2, sm100"), "{}", stderr(&o));
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn selftest_under_the_emulator_passes() {
     let o = host(&["selftest", "--emulate"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    assert!(out.contains("36 of 36 cases passed"), "naive, sm90 and sm100 on 6 shapes x 2 draws: {out}");
+    assert!(out.contains("48 of 48 cases passed"), "naive, sm90, sm90v2 and sm100 on 6 shapes x 2 draws: {out}");
     assert!(!out.contains("FAIL"), "{out}");
 }
 

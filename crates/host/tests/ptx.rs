@@ -30,7 +30,17 @@ fn each_ptx_has_its_entry_points() {
     };
     // `nvfp4_dequant_fp16` is the benchmark baseline's dequantizer (kernel::dequant).
     assert_eq!(entries("portable"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive"]);
-    assert_eq!(entries("sm90a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm90"]);
+    assert_eq!(
+        entries("sm90a"),
+        [
+            "nvfp4_dequant_fp16",
+            "nvfp4_gemm_naive",
+            "nvfp4_gemm_sm90",
+            "nvfp4_gemm_sm90v2",
+            "nvfp4_sm90v2_prepare",
+            "nvfp4_sm90v2_reduce"
+        ]
+    );
     assert_eq!(entries("sm100a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
 }
 
@@ -128,6 +138,45 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
     ] {
         assert!(ptx.contains(instruction), "sm90 PTX lacks `{instruction}`");
     }
+}
+
+#[test]
+fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
+    let ptx = target("sm90a").unwrap().ptx;
+    // An entry's body: from its `.entry` to the next one (or the end).
+    let entry = |name: &str| -> &str {
+        let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
+        &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
+    };
+    let body = entry("nvfp4_gemm_sm90v2");
+    for instruction in [
+        // RS: the A operand is four registers, then the B descriptor.
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+        "wgmma.fence.sync.aligned",
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned 1",
+        "wgmma.wait_group.sync.aligned 0",
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "cvt.rn.f16x2.e4m3x2",
+        "mul.rn.f16x2",
+        // Raw weights and scales through each thread's own cp.async ring.
+        "cp.async.ca.shared.global",
+        "cp.async.wait_group 3",
+        // Split-K partials.
+        "st.global.v4.b32",
+    ] {
+        assert!(body.contains(instruction), "sm90v2 PTX lacks `{instruction}`");
+    }
+    let rs = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r")).count();
+    assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of sm90v2 takes A from registers");
+    // No shared-memory staging of fp16 operands: the prologue did the activations, the
+    // weights go to registers.
+    assert!(!body.contains("fence.proxy.async"), "sm90v2 writes no generic shared memory for wgmma");
+    let prepare = entry("nvfp4_sm90v2_prepare");
+    assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
+    assert!(entry("nvfp4_sm90v2_reduce").contains("ld.global.cg.v4.b32"));
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! | PTX target | kernels |
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`], [`dequant`] |
-//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`], [`sm90v2`] |
 //! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`sm100`] |
 //!
 //! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
@@ -55,6 +55,8 @@ pub mod ptx;
 pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod sm90v2;
 
 /// The arguments every GEMM kernel takes: device addresses and the shape.
 ///

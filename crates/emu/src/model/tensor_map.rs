@@ -579,7 +579,7 @@ mod tests {
         map.oob_fill = OobFill::NanRequestZeroFma;
         load(&map, &[12, 1], 0, &global, &mut smem);
         assert_eq!(smem[16..18], [0xF7, 0x7F]); // the H100's f16 NaN fill 0x7FF7, little-endian
-        assert_eq!(smem[126..128], [0xFF, 0x7F]);
+        assert_eq!(smem[126..128], [0xF7, 0x7F]);
         assert_eq!(smem[0], (48 + 24) as u8);
     }
 

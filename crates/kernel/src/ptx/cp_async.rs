@@ -39,6 +39,19 @@ pub fn ca_4(dst: SmemAddr, src: u64, src_size: u32) {
     emu::ops::cp_async::copy(dst.0, src, 4, src_size)
 }
 
+/// `cp.async.ca.shared.global [dst], [src], 8;` — an 8-byte copy (cached in L1).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ca_8(dst: SmemAddr, src: u64) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `cg_16`, 8-byte aligned.
+    unsafe {
+        asm!("cp.async.ca.shared.global [{}], [{}], 8;", in(reg32) dst.0, in(reg64) src, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::cp_async::copy(dst.0, src, 8, 8)
+}
+
 /// `cp.async.commit_group;` — closes this thread's uncommitted copies into a group.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]

@@ -1,0 +1,103 @@
+//! The Hopper v2 kernel (prologue + RS wgmma main kernel) under emulation, against the
+//! exact reference on small shapes that exercise every path: M and N tails, L = 3, K = 64
+//! (one stage), rings that wrap with and without split K, split tiles with tails, and a
+//! second call on the same workspace.
+
+use host::emulate;
+use host::generate::{Distribution, generate};
+use host::reference::reference;
+use host::verify::{compare, unwritten};
+use host::{Kernel, Problem};
+use kernel::sm90v2;
+
+fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
+    generate(shape.parse().unwrap(), dist, seed)
+}
+
+/// Bit-exact on the benchmark's distribution (every partial sum is exact in f32), within
+/// tolerance on wide scales, every element written.
+fn check(shape: &str, dist: Distribution) {
+    let p = problem(shape, dist, 17);
+    let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("sm90v2 on {shape} {dist}: {e}"));
+    let c = compare(p.shape, &run.c, &reference(&p));
+    assert_eq!(unwritten(&run.c), 0, "sm90v2 {shape} {dist}: elements left unwritten");
+    assert!(c.passed(), "sm90v2 {shape} {dist}: {c}");
+    if dist == Distribution::GpuMode {
+        assert!(c.bit_exact, "sm90v2 {shape} {dist}: not bit-exact: {c}");
+    }
+}
+
+fn splits(shape: &str) -> u32 {
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    sm90v2::splits(s.m, s.n, s.k, s.l)
+}
+
+#[test]
+fn sm90v2_matches_the_reference_under_emulation() {
+    // One stage (K = 64) with M and N tails and N odd (2-byte stores); tails in M and N
+    // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split.
+    for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448"] {
+        assert_eq!(splits(shape), 1, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+}
+
+#[test]
+fn split_k_tiles_match_the_reference_under_emulation() {
+    // Split K: 2 tiles x 8 splits of 8 stages (the ring wraps inside each split), with
+    // tails in M and N; and 4 tiles over 2 batches with splits of 4-5 stages.
+    for (shape, want) in [("100x260x4096", 8), ("130x200x1152x2", 4)] {
+        assert_eq!(splits(shape), want, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+}
+
+#[test]
+fn a_second_call_on_the_same_workspace_gives_the_same_result() {
+    // Two calls (prologue, GEMM, reduce each) on one workspace: every launch writes what
+    // the next reads, so nothing left over from the first call may change the second.
+    let p = problem("100x260x4096", Distribution::GpuMode, 5);
+    let shape = p.shape;
+    let memory = emu::GlobalMemory::new();
+    let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l) as usize;
+    let args = kernel::GemmArgs {
+        a: memory.alloc_from("A", &p.a),
+        b: memory.alloc_from("B", &p.b),
+        sfa: memory.alloc_from("SFA", &p.sfa),
+        sfb: memory.alloc_from("SFB", &p.sfb),
+        c: memory.alloc("C", shape.c_bytes() as usize),
+        workspace: memory.alloc_from("workspace", &vec![0; workspace_len]),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        l: shape.l,
+    };
+    let want = reference(&p);
+    let steps = Kernel::Sm90v2.steps(shape);
+    let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
+    assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]);
+    for call in 0..2 {
+        memory.fill(args.c, shape.c_bytes() as usize, 0xFF).unwrap();
+        for step in &steps {
+            let l = step.launch;
+            let config = emu::LaunchConfig { grid: l.grid, block: l.block, dynamic_smem: l.dynamic_smem };
+            emu::launch(&memory, config, || (step.body)(&args)).unwrap();
+        }
+        let mut bytes = vec![0u8; shape.c_bytes() as usize];
+        memory.read(args.c, &mut bytes).unwrap();
+        let got: Vec<half::f16> =
+            bytes.chunks_exact(2).map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect();
+        assert_eq!(unwritten(&got), 0, "call {call}");
+        assert!(compare(shape, &got, &want).bit_exact, "call {call}");
+    }
+}
+
+#[test]
+fn unsplit_shapes_need_no_reduce_launch() {
+    let entries: Vec<&str> = Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();
+    assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]);
+}

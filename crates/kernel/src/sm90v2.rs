@@ -1,0 +1,774 @@
+//! `sm90` v2: NVFP4 GEMM on Hopper, weights dequantized straight into wgmma registers.
+//!
+//! **Math.** C[m, n] = fp16( Σ_k a[m, k]·sfa[m, k/16] · b[n, k]·sfb[n, k/16] ), exactly as
+//! v1: every operand value becomes the exact fp16 a·sf (e2m1 → e4m3 bit trick →
+//! `cvt.rn.f16x2.e4m3x2` → × fp16(sf·64)), the tensor cores multiply fp16 with fp32
+//! accumulation. What changes is who converts what, where, and how often.
+//!
+//! **Swap-AB.** wgmma's register operand (RS form) is its A: 64 rows per instruction. The
+//! weights B[N, K] are the large matrix, streamed once, so they become the wgmma A
+//! operand, dequantized by the consumer threads straight into A fragments (no fp16 weight
+//! ever touches shared memory); the activations A[M, K] become the wgmma B operand, read
+//! from shared memory with a descriptor. The accumulator therefore holds a block of Cᵀ:
+//! accumulator row = weight row n, accumulator column = activation row m.
+//!
+//! **Launches** (two, three with split K).
+//! 1. [`prepare`] (`nvfp4_sm90v2_prepare`): dequantizes A once per call into the
+//!    workspace, as fp16 images that are byte for byte the shared-memory tiles the main
+//!    kernel needs: per (batch, 128-row block of M, 64-value K stage) one 16 KiB image of
+//!    128 rows x 128 bytes, already 128B-swizzled and with K permuted as the weight
+//!    fragments imply (see "K order" below). Rows past M are zeros.
+//! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
+//!    a range of its K stages); consumer thread 0 copies each stage's image with one 1-D
+//!    `cp.async.bulk` into a ring; each consumer thread copies its own raw weights and
+//!    scales with `cp.async` into a private shared-memory ring `RAW_AHEAD` stages ahead,
+//!    reads them back (the next stage's while the last step's MMA runs), converts them
+//!    per k16 step into A fragments and issues RS wgmmas with `wait_group 1`, so the
+//!    conversion of step j+1 overlaps the MMA of step j (and of the other warpgroup).
+//!
+//! **K order.** A dot product only needs both operands in the same K order, so each
+//! thread converts its raw word in whatever order is cheapest and the activation image is
+//! laid out to match. Consumer thread (warp w of its warpgroup, g = lane/4, t = lane%4)
+//! owns, in each 64-value stage, values [16t, 16t+16) of its rows (8 raw bytes = two
+//! words, one scale). Converting word q (values k0..k7) gives four fp16 pairs, "kinds"
+//! 0..3 = (k0,k2), (k4,k6), (k1,k3), (k5,k7); word x kind gives H[i], i = 4·word + kind,
+//! i in 0..8. For k16 step j (0..4) the RS fragment of rows r, r+8 is
+//! {H_r[2j], H_(r+8)[2j], H_r[2j+1], H_(r+8)[2j+1]}: wgmma reads H[2j] of thread t as
+//! step-local k 2t, 2t+1 and H[2j+1] as k 8+2t, 9+2t. So in the activation image, the
+//! 16-byte chunk i of a row (step-local columns 8·(i%2)..) holds H[i] of t = 0..3 at
+//! bytes 4t: [`prepare`] converts quarter t (8 bytes) of a raw activation row exactly as
+//! consumer thread t converts a weight row, and stores H[i] at bytes 4t of chunk i.
+//!
+//! **Warp roles** (256 threads = 2 warpgroups, both *consumers*): warpgroup c owns weight
+//! rows 128c..128c+127 of the tile as two m64 blocks, each against all 128 activation
+//! rows: two `wgmma m64n128k16` (RS) per k16 step, 2 x 64 fp32 accumulators per thread.
+//! Thread 0 is also the *producer*: one elected thread issuing one bulk copy per stage
+//! needs no warpgroup of its own. Without a producer warpgroup every thread may use 255
+//! registers (65536 / 256), so no `setmaxnreg` or register cap is needed.
+//!
+//! **Pipeline and barriers** (ring of `STAGES` activation images):
+//! - `full[s]` (1 arrival, the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
+//!   the bulk copy's `complete_tx`): slot s holds the stage's activations. The copy writes
+//!   through the async proxy and wgmma reads through it: no proxy fence anywhere.
+//! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
+//!   Steps 0..3 of a stage end with `wait_group 1`; the last with `wait_group 0` (see
+//!   `consumer` for why), after which each thread arrives.
+//! - The producer fills all slots before the loop, then at the end of stage kb refills
+//!   the slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so
+//!   its wait on `empty` rarely blocks warp 0) with stage kb - `REFILL_LAG` + `STAGES`:
+//!   the copies run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
+//! - The raw weights: each thread copies exactly the bytes it will read (4 rows x 8 bytes
+//!   of values, 4 x 4 bytes of scales per stage) with `cp.async` into its own slots of
+//!   the raw ring, one commit group per stage, `RAW_AHEAD` stages ahead;
+//!   `cp.async.wait_group RAW_AHEAD` then orders its own reads: no barrier. (The first
+//!   version kept them in registers one stage ahead: 9% slower on the largest M = 128
+//!   shape, and more stages in registers did not fit beside 128 accumulators.)
+//!
+//! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). When the tiles fill fewer
+//! than half the SMs (all three M = 128 shapes), [`splits`] CTAs share a tile, each a
+//! contiguous range of its K stages, and store fp32 partials in the accumulators' own
+//! register order (16-byte stores, contiguous across the 256 threads). A third launch,
+//! one thread per 4 accumulators of every tile, sums the splits in split order (the
+//! result does not depend on timing) and writes C. Unlike sm100's in-kernel fix-up (the
+//! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
+//! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
+//!
+//! **Constraints.** Any M, N and L; K a multiple of 64. Needs sm_90a (wgmma, bulk copies).
+//!
+//! **Versus v1.** v1 had one dequantizing warpgroup per CTA writing both operands as fp16
+//! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
+//! Here 8 warps convert only the weights, straight into registers, activations are
+//! converted once per call instead of once per CTA, `wait_group 1` overlaps conversion
+//! with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes. Measured on an
+//! H100: 76 / 32 / 27 / 345 us against v1's 287 / 130 / 43 / 624 on the four benchmark
+//! shapes (docs/perf-notes.md, with where the remaining time goes).
+
+use nvfp4::layout;
+use nvfp4::shape::{K_GRANULE, SF_VECTOR};
+use nvfp4::sm90::SmemDesc;
+use nvfp4::swizzle::Swizzle;
+
+use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
+use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, memory, special, warp, wgmma};
+use crate::{GemmArgs, Launch};
+
+// ---------------------------------------------------------------------------------------
+// Tile and pipeline constants
+// ---------------------------------------------------------------------------------------
+
+/// Rows per wgmma (weight rows per m64 block).
+const WGMMA_M: u32 = 64;
+/// K per wgmma for 16-bit inputs.
+const WGMMA_K: u32 = 16;
+/// Threads per warp / warpgroup.
+const WARP: u32 = 32;
+const WARPGROUP: u32 = 128;
+/// Consumer warpgroups, and m64 weight blocks each one multiplies.
+const CONSUMERS: u32 = 2;
+const BLOCKS: usize = 2;
+/// Weight rows (columns of C) per CTA tile.
+pub const BLOCK_N: u32 = CONSUMERS * BLOCKS as u32 * WGMMA_M;
+/// Activation rows (rows of C) per CTA tile: the wgmma N.
+pub const BLOCK_M: u32 = 128;
+/// K values per stage: one 128-byte swizzle row of fp16 per activation row.
+pub const BLOCK_K: u32 = K_GRANULE;
+/// k16 steps per stage.
+const STEPS: u32 = BLOCK_K / WGMMA_K;
+/// Activation images in flight.
+pub const STAGES: u32 = 6;
+/// Stages the consumers' raw weight copies run ahead of their use, and the raw ring's
+/// slots (one more: the slot being refilled is never the one being read).
+const RAW_AHEAD: u32 = 3;
+const RAW_STAGES: u32 = RAW_AHEAD + 1;
+/// Stages between a slot's release and its refill (see the header).
+const REFILL_LAG: u32 = 1;
+/// Consumer threads: all threads.
+const CONSUMER_THREADS: u32 = CONSUMERS * WARPGROUP;
+pub const THREADS: u32 = CONSUMER_THREADS;
+/// The consumer thread that also issues the bulk copies.
+const PRODUCER_THREAD: u32 = 0;
+
+/// fp16 bytes; f32 bytes.
+const F16_BYTES: u32 = 2;
+const F32_BYTES: u32 = 4;
+/// Bytes of one activation row per stage: one 128B swizzle row.
+const ROW_F16_BYTES: u32 = BLOCK_K * F16_BYTES;
+/// Packed e2m1 bytes of one row per stage, and per thread (4 threads share a row).
+const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
+const LANES_PER_ROW: u32 = 4;
+const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
+/// A thread's raw slot: 16-byte chunks [values of rows 0-1, values of rows 2-3, the 4
+/// rows' 4-byte scale groups], each chunk thread-major so a warp's 16-byte reads are
+/// contiguous (conflict-free).
+const RAW_CHUNKS: u32 = 3;
+const RAW_STAGE_BYTES: u32 = RAW_CHUNKS * CONSUMER_THREADS * CHUNK;
+/// One activation image: BLOCK_M rows x 128 bytes.
+pub const ACT_STAGE_BYTES: u32 = BLOCK_M * ROW_F16_BYTES;
+/// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
+const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
+/// Leading byte offset: unused by a swizzled K-major operand one atom wide in K.
+const LBO_UNUSED: u32 = 16;
+/// A 16-byte chunk: the swizzle unit, one `st.global.v4`.
+const CHUNK: u32 = 16;
+/// fp16 pairs per thread per row per stage (H[0..8] in the header).
+const PAIRS: u32 = 8;
+/// fp32 accumulators per thread per m64 block: m64n128 / 128 threads.
+const ACCUMULATORS: usize = (WGMMA_M * BLOCK_M / WARPGROUP) as usize;
+/// Named barrier for the whole CTA.
+const BARRIER_CTA: u32 = 0;
+
+const _: () = assert!(THREAD_RAW_BYTES == 8, "one 8-byte load per thread per row per stage: two words");
+const _: () = assert!(THREAD_RAW_BYTES * 2 == SF_VECTOR, "a thread's values are exactly one scale block");
+const _: () = assert!(PAIRS == 2 * STEPS, "each k16 step uses two pairs of every row");
+const _: () = assert!(PAIRS * CHUNK == ROW_F16_BYTES, "chunk i of an image row holds H[i] of the 4 threads");
+const _: () = assert!(LANES_PER_ROW * F32_BYTES == CHUNK);
+const _: () = assert!(ROW_F16_BYTES == Swizzle::B128.row_bytes(), "one stage row is one 128B-swizzle row");
+const _: () = assert!(BLOCK_K == layout::TILE_COLS * SF_VECTOR, "a stage is one blocked scale tile column");
+const _: () = assert!(ACCUMULATORS == 64, "the epilogue is unrolled for 64 accumulators per block");
+const _: () = assert!(STEPS.is_multiple_of(2), "fragment double-buffering by step parity spans stages");
+const _: () = assert!(REFILL_LAG >= 1 && REFILL_LAG < STAGES, "refill a released slot, keep copies ahead");
+const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the SM without a cap");
+
+// ---------------------------------------------------------------------------------------
+// Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
+// ---------------------------------------------------------------------------------------
+
+/// Activation ring: [STAGES][BLOCK_M rows][128 B] fp16, 128B-swizzled (the images).
+const ACT_OFFSET: u32 = 0;
+/// Raw ring: [RAW_STAGES][RAW_CHUNKS][256 threads][16 B] (see `RAW_CHUNKS`).
+const RAW_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
+/// mbarriers: full[STAGES], then empty[STAGES].
+const FULL_OFFSET: u32 = RAW_OFFSET + RAW_STAGES * RAW_STAGE_BYTES;
+const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
+/// Total dynamic shared memory.
+pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
+
+const _: () = assert!(ACT_STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
+const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
+
+/// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the bytes do the rest).
+const FULL_ARRIVALS: u32 = 1;
+/// Arrivals that empty it: every consumer thread.
+const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
+
+#[derive(Clone, Copy)]
+struct Smem(SmemAddr);
+
+impl Smem {
+    fn act(self, slot: u32) -> SmemAddr {
+        self.0.offset(ACT_OFFSET + slot * ACT_STAGE_BYTES)
+    }
+    /// Chunk `chunk` of consumer thread `ctid`'s raw slot `slot`.
+    fn raw(self, slot: u32, chunk: u32, ctid: u32) -> SmemAddr {
+        self.0.offset(RAW_OFFSET + slot * RAW_STAGE_BYTES + (chunk * CONSUMER_THREADS + ctid) * CHUNK)
+    }
+    /// Guards "slot holds this stage's activations".
+    fn full(self, slot: u32) -> Mbarrier {
+        Mbarrier(self.0.offset(FULL_OFFSET + slot * MBARRIER_BYTES))
+    }
+    /// Guards "no wgmma reads the slot any more; the producer may refill it".
+    fn empty(self, slot: u32) -> Mbarrier {
+        Mbarrier(self.0.offset(EMPTY_OFFSET + slot * MBARRIER_BYTES))
+    }
+}
+
+/// A position in the ring: the slot and the parity of the current lap.
+#[derive(Clone, Copy)]
+struct RingPos {
+    slot: u32,
+    phase: u32,
+}
+
+impl RingPos {
+    const START: RingPos = RingPos { slot: 0, phase: 0 };
+
+    fn advance(&mut self) {
+        self.slot += 1;
+        if self.slot == STAGES {
+            self.slot = 0;
+            self.phase ^= 1;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Work decomposition and workspace
+// ---------------------------------------------------------------------------------------
+
+/// SMs of an H100 SXM: the grid is sized against them.
+pub const SMS: u32 = 132;
+/// At most this many CTAs share a tile's K stages...
+const MAX_SPLITS: u32 = 8;
+/// ...and each gets at least this many stages, so the partials' traffic stays small.
+const MIN_STAGES_PER_SPLIT: u32 = 4;
+/// Bytes of one split's f32 partial tile.
+const PARTIAL_BYTES: u32 = BLOCK_N * BLOCK_M * F32_BYTES;
+/// Alignment of the workspace regions.
+const REGION_ALIGN: u64 = 256;
+
+const fn tiles(m: u32, n: u32, l: u32) -> u32 {
+    n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l
+}
+
+/// CTAs per tile along K: only when the tiles fill less than half the SMs; then as many
+/// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages.
+pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
+    let tiles = tiles(m, n, l);
+    let by_stages = (k / BLOCK_K) / MIN_STAGES_PER_SPLIT;
+    if 2 * tiles > SMS || by_stages < 2 {
+        return 1;
+    }
+    let by_sms = SMS / tiles;
+    let s = if by_sms < by_stages { by_sms } else { by_stages };
+    if s < MAX_SPLITS { s } else { MAX_SPLITS }
+}
+
+const fn align(bytes: u64) -> u64 {
+    bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
+}
+
+/// Bytes of the prepared activations: one image per (batch, M block, K stage).
+const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
+    l as u64 * m.div_ceil(BLOCK_M) as u64 * (k / BLOCK_K) as u64 * ACT_STAGE_BYTES as u64
+}
+
+/// Workspace: the prepared activations, then (split K only) one f32 partial per split
+/// of every tile. Every launch writes what it reads: nothing needs to stay zero.
+pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
+    let s = splits(m, n, k, l);
+    let act = align(act_bytes(m, k, l));
+    if s == 1 {
+        return act;
+    }
+    act + tiles(m, n, l) as u64 * s as u64 * PARTIAL_BYTES as u64
+}
+
+/// The main kernel's launch: one CTA per work unit (tile, split).
+pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
+    Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
+}
+
+/// Threads of a [`prepare`] CTA: four per activation row of an image.
+const PREPARE_THREADS: u32 = BLOCK_M * LANES_PER_ROW;
+
+/// The prologue's launch: one CTA per activation image.
+pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
+    Launch { grid: [m.div_ceil(BLOCK_M) * (k / BLOCK_K) * l, 1, 1], block: [PREPARE_THREADS, 1, 1], dynamic_smem: 0 }
+}
+
+/// The problem as both kernels walk it.
+#[derive(Clone, Copy)]
+struct Problem {
+    args: GemmArgs,
+    n_tiles: u32,
+    m_tiles: u32,
+    splits: u32,
+    k_stages: u32,
+    /// Bytes per row of A and B.
+    row_bytes: u64,
+    /// Scale factors per row.
+    sf_cols: u32,
+}
+
+/// This CTA's work unit.
+#[derive(Clone, Copy)]
+struct Unit {
+    l: u32,
+    m_tile: u32,
+    n0: u32,
+    index: u32,
+    split: u32,
+    kb_begin: u32,
+    kb_end: u32,
+}
+
+impl Problem {
+    fn new(args: &GemmArgs) -> Problem {
+        let n_tiles = args.n.div_ceil(BLOCK_N);
+        let m_tiles = args.m.div_ceil(BLOCK_M);
+        Problem {
+            args: *args,
+            n_tiles,
+            m_tiles,
+            splits: splits(args.m, args.n, args.k, args.l),
+            k_stages: args.k / BLOCK_K,
+            row_bytes: (args.k / 2) as u64,
+            sf_cols: args.k / SF_VECTOR,
+        }
+    }
+
+    /// Units are numbered split-fastest, then N, M and batch: the CTAs of one tile, and
+    /// neighbouring tiles (which share their activation images), run side by side.
+    fn unit(&self) -> Unit {
+        let u = special::ctaid_x();
+        let (split, index) = (u % self.splits, u / self.splits);
+        let (n_tile, rest) = (index % self.n_tiles, index / self.n_tiles);
+        let (m_tile, l) = (rest % self.m_tiles, rest / self.m_tiles);
+        Unit {
+            l,
+            m_tile,
+            n0: n_tile * BLOCK_N,
+            index,
+            split,
+            kb_begin: split * self.k_stages / self.splits,
+            kb_end: (split + 1) * self.k_stages / self.splits,
+        }
+    }
+
+    /// Global address of the prepared image of (batch, M block, K stage).
+    fn image(&self, l: u32, m_tile: u32, kb: u32) -> u64 {
+        let index = (l * self.m_tiles + m_tile) as u64 * self.k_stages as u64 + kb as u64;
+        self.args.workspace + index * ACT_STAGE_BYTES as u64
+    }
+
+    /// Split `split`'s f32 partial of tile `index`.
+    fn partial(&self, index: u32, split: u32) -> u64 {
+        let partials = self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l));
+        partials + (index * self.splits + split) as u64 * PARTIAL_BYTES as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The conversion both kernels share
+// ---------------------------------------------------------------------------------------
+
+/// fp16 64.0 in both halves: the e4m3 trick's 2^-6, undone inside the scale.
+const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
+
+/// fp16(sf·64) in both halves of a pair, from one e4m3 scale byte (exact: ≤ 28672).
+#[inline(always)]
+fn scale_f16x2(sf: u32) -> u32 {
+    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16), F16X2_SIXTY_FOUR)
+}
+
+/// Pair `kind` (0..4: (k0,k2), (k4,k6), (k1,k3), (k5,k7)) of the 8 e2m1 values in `q`
+/// (value i in bits 4i..4i+3), as the exact fp16 products with the scale `scale`.
+///
+/// Moving each code's sign to bit 7 and its magnitude bits (e1 e0 m) to bits 4..2 of a
+/// byte makes a valid e4m3 byte worth value·2^-6 (the biases differ by 6; the e2m1
+/// subnormal 0.5 lands on the e4m3 subnormal with the same factor); `cvt.rn.f16x2.e4m3x2`
+/// turns two such bytes into two fp16, and the scale (sf·64) undoes the 2^-6.
+#[inline(always)]
+fn pair(q: u32, kind: u32, scale: u32) -> u32 {
+    let bytes = if kind < 2 {
+        ((q << 4) & 0x8080_8080) | ((q << 2) & 0x1C1C_1C1C) // even values k0, k2, k4, k6
+    } else {
+        (q & 0x8080_8080) | ((q >> 2) & 0x1C1C_1C1C) // odd values k1, k3, k5, k7
+    };
+    let half = (bytes >> (16 * (kind & 1))) as u16;
+    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2(half), scale)
+}
+
+/// H[i] (i in 0..8, see the header) of one thread's two words and scale.
+#[inline(always)]
+fn h(words: u64, i: u32, scale: u32) -> u32 {
+    pair((words >> (32 * (i / 4))) as u32, i % 4, scale)
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch 1: the activation images
+// ---------------------------------------------------------------------------------------
+
+/// One CTA per image (batch, M block, K stage); thread 4r + t converts quarter t of
+/// image row r (8 raw bytes, one scale) exactly as consumer thread t converts a weight
+/// row, and stores its H[i] at bytes 4t of the row's chunk i, 128B-swizzled. Four
+/// threads per row: 4x the loads in flight of one thread per row, and each 16-byte
+/// chunk comes from 4 lanes. (One thread per row took 7.5 us on the big shape, four take
+/// 7.0: the DRAM latency of A, flushed from L2 by the benchmark, dominates.)
+#[inline(always)]
+pub fn prepare(args: &GemmArgs) {
+    let p = Problem::new(args);
+    let image = special::ctaid_x();
+    let (kb, rest) = (image % p.k_stages, image / p.k_stages);
+    let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
+    let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
+    let m = m_tile * BLOCK_M + r;
+
+    let (mut words, mut scale) = (0u64, 0u32);
+    if m < args.m {
+        let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes + (kb * ROW_RAW_BYTES) as u64;
+        words = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
+        let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
+        scale =
+            scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
+    }
+    // The image's row r, in the swizzled layout the shared-memory copy keeps: the XOR
+    // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
+    // swizzling by the offset inside the image is swizzling by the shared address (the
+    // XOR moves whole 16-byte chunks; 4t stays inside the chunk).
+    let dst = p.image(l, m_tile, kb);
+    for i in 0..PAIRS {
+        let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES;
+        memory::st_global_b32(dst + offset as u64, h(words, i, scale));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch 2: the GEMM
+// ---------------------------------------------------------------------------------------
+
+/// The kernel body, run by all 256 threads of every CTA.
+#[inline(always)]
+pub fn gemm(args: &GemmArgs) {
+    let smem = Smem(special::dynamic_smem());
+    let p = Problem::new(args);
+    let unit = p.unit();
+    let tid = special::tid_x();
+
+    // 1. One thread sets up the rings; the fence publishes the inits to the async proxy
+    //    (the bulk copies' complete_tx), the CTA barrier to every thread.
+    if tid == 0 {
+        for s in 0..STAGES {
+            smem.full(s).init(FULL_ARRIVALS);
+            smem.empty(s).init(EMPTY_ARRIVALS);
+        }
+        fence::mbarrier_init();
+    }
+    barrier::sync(BARRIER_CTA, THREADS);
+
+    // 2. Both warpgroups consume. The shuffle makes the warpgroup index visibly
+    //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
+    //    serializes them).
+    let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
+    consumer(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+}
+
+/// The producer's one action: copy stage `kb`'s activation image into `slot` with one
+/// bulk copy, after announcing its bytes on `full[slot]`.
+#[inline(always)]
+fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
+    let full = smem.full(slot);
+    full.arrive_expect_tx(ACT_STAGE_BYTES);
+    bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), ACT_STAGE_BYTES, full);
+}
+
+/// Global addresses of one of a consumer thread's 4 weight rows.
+///
+/// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
+/// alone and rows past N are never stored, so any finite data will do, and unmasked
+/// copies keep flags out of the register budget (128 accumulators take half of it).
+#[derive(Clone, Copy)]
+struct WeightRow {
+    /// The thread's 8 bytes of stage 0 of the row.
+    values: u64,
+    /// The row's 4-byte scale group of stage 0 (blocked layout; stage kb is kb tiles
+    /// further on); the thread's scale is byte t of it.
+    scales: u64,
+}
+
+/// Copies stage `kb` (clamped to the unit's `last`: past it, a harmless copy of the last
+/// stage keeps one group per stage) of the thread's rows into raw slot `slot`.
+#[inline(always)]
+fn copy_raw(smem: Smem, rows: &[WeightRow; 4], kb: u32, last: u32, tile_step: u64, slot: u32, ctid: u32) {
+    let kb = kb.min(last);
+    for (i, row) in rows.iter().enumerate() {
+        let i = i as u32;
+        let values = smem.raw(slot, i / 2, ctid).offset((i % 2) * THREAD_RAW_BYTES);
+        cp_async::ca_8(values, row.values + (kb * ROW_RAW_BYTES) as u64);
+        let scales = smem.raw(slot, RAW_CHUNKS - 1, ctid).offset(i * F32_BYTES);
+        cp_async::ca_4(scales, row.scales + kb as u64 * tile_step, F32_BYTES);
+    }
+    cp_async::commit_group();
+}
+
+/// One stage of a thread's raw data: two words (as u64) and the scale byte per row.
+struct Raw {
+    words: [u64; 4],
+    scales: [u32; 4],
+}
+
+/// Reads raw slot `slot` back (after `cp.async.wait_group` proved it landed); the
+/// scales are the bytes here, fp16x2 (sf·64) once `consumer` converts them.
+#[inline(always)]
+fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
+    let lo = memory::ld_shared_v4_b32(smem.raw(slot, 0, ctid));
+    let hi = memory::ld_shared_v4_b32(smem.raw(slot, 1, ctid));
+    let sf = memory::ld_shared_v4_b32(smem.raw(slot, RAW_CHUNKS - 1, ctid));
+    let word = |w: [u32; 4], i: usize| w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32;
+    Raw { words: [word(lo, 0), word(lo, 1), word(hi, 0), word(hi, 1)], scales: sf.map(|g| (g >> (8 * t)) & 0xFF) }
+}
+
+/// Consumer warpgroup `c`: weight rows n0 + 128c + 64b + 16w + g (+8), b = 0, 1.
+///
+/// Row index i = 2b + h of the thread's four rows: block b, h = 0 for row g, 1 for g + 8.
+#[inline(always)]
+// `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
+// the lints fire on the expansion, not on anything to simplify.
+#[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::absurd_extreme_comparisons)]
+fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+    let (w, lane) = (thread / WARP, thread % WARP);
+    let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
+    let args = &p.args;
+    let sf_batch = args.sfb + unit.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
+    let tile_step = layout::tile_offset(0, 1, p.sf_cols) - layout::tile_offset(0, 0, p.sf_cols);
+    let rows: [WeightRow; 4] = core::array::from_fn(|i| {
+        let (b, h) = (i as u32 / 2, i as u32 % 2);
+        let n = (unit.n0 + c * BLOCKS as u32 * WGMMA_M + b * WGMMA_M + 16 * w + g + 8 * h).min(args.n - 1);
+        WeightRow {
+            values: args.b + (unit.l as u64 * args.n as u64 + n as u64) * p.row_bytes + (t * THREAD_RAW_BYTES) as u64,
+            scales: sf_batch + layout::offset(n, 0, p.sf_cols),
+        }
+    });
+
+    let (begin, end) = (unit.kb_begin, unit.kb_end);
+    let producer = c * WARPGROUP + thread == PRODUCER_THREAD;
+    if producer {
+        // Every slot is fresh: fill the ring.
+        for i in 0..STAGES.min(end - begin) {
+            issue_stage(smem, p, unit, begin + i, i);
+        }
+    }
+    // The slot the producer refills next, and its lap (the `empty` phase to wait for).
+    let mut refill = RingPos::START;
+    let ctid = c * WARPGROUP + thread;
+    // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb.
+    for i in 0..RAW_AHEAD {
+        copy_raw(smem, &rows, begin + i, end - 1, tile_step, i, ctid);
+    }
+    let mut raw_slot = 0;
+    // Refill the slot read a stage ago with stage kb + RAW_AHEAD, wait for the group of
+    // the stage in `raw_slot` (all but the RAW_AHEAD newest groups complete), read it.
+    let mut fetch = |kb: u32| -> Raw {
+        let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
+        copy_raw(smem, &rows, kb + RAW_AHEAD, end - 1, tile_step, refill_slot, ctid);
+        cp_async::wait_group::<RAW_AHEAD>();
+        let raw = read_raw(smem, raw_slot, ctid, t);
+        raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };
+        Raw { words: raw.words, scales: raw.scales.map(scale_f16x2) }
+    };
+    // This stage's raw words and fp16x2 scales.
+    let mut raw = fetch(begin);
+    let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
+    // A fragments, double-buffered by step parity: step j + 2 rewrites step j's
+    // registers only after `wait_group 1` at step j + 1 proved step j complete (and
+    // across stages after `wait_group 0`).
+    let mut frags = [[[0u32; 4]; BLOCKS]; 2];
+    let mut ring = RingPos::START;
+    // A do-while: every unit has at least one stage, and with no path around the loop
+    // the accumulators are never merged with their initial zeros (ptxas would serialize
+    // the wgmmas over the copies such a merge needs).
+    let mut kb = begin;
+    loop {
+        let scales = raw.scales;
+        smem.full(ring.slot).wait(ring.phase);
+        let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+        seq_macro::seq!(J in 0..4 {{
+            const PARITY: usize = J % 2;
+            seq_macro::seq!(B in 0..2 {
+                // Rows g and g + 8 of block B: the thread's rows 2B and 2B + 1.
+                frags[PARITY][B] = [
+                    h(raw.words[2 * B], 2 * J, scales[2 * B]),
+                    h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
+                    h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
+                    h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
+                ];
+            });
+            // The fragments were just written: order that before the wgmmas read them.
+            wgmma::fence();
+            // k16 step J starts 32 bytes further into each 128-byte swizzle row.
+            let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
+            let accumulate = kb > begin || J > 0;
+            // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers this
+            // group, and the slot is not released before then.
+            unsafe {
+                wgmma::mma_async_rs_m64n128(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
+                wgmma::mma_async_rs_m64n128(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
+            }
+            wgmma::commit_group();
+            if J + 1 < STEPS {
+                // Step J + 1's conversion overlaps this step's MMA.
+                wgmma::wait_group::<1>();
+            } else {
+                // The next stage's raw data (past the last stage: a harmless re-read),
+                // while this step's MMA runs: not a wgmma operand, so no hazard.
+                raw = fetch(kb + 1);
+                // The stage's last step: drain. The next stage's fragments are the same
+                // PTX registers as this stage's (a loop iteration), and ptxas serializes
+                // every wgmma (C7513) if one of them is redefined while any wgmma is in
+                // flight; the other warpgroup keeps the tensor core busy meanwhile.
+                wgmma::wait_group::<0>();
+                // No wgmma of this thread reads the slot any more.
+                smem.empty(ring.slot).arrive();
+                // The producer refills the slot of stage kb - REFILL_LAG once everyone
+                // has released it.
+                if producer && kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
+                    smem.empty(refill.slot).wait(refill.phase);
+                    issue_stage(smem, p, unit, kb - REFILL_LAG + STAGES, refill.slot);
+                    refill.advance();
+                }
+            }
+        }});
+        ring.advance();
+        kb += 1;
+        if kb >= end {
+            break;
+        }
+    }
+    // The last stage ended with `wait_group 0`: the accumulators are final.
+    wgmma::fence_operand(&mut acc[0]);
+    wgmma::fence_operand(&mut acc[1]);
+
+    let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
+    if p.splits == 1 {
+        // Blocks and registers unrolled: a runtime index would put `acc` in local memory.
+        seq_macro::seq!(B in 0..2 {
+            seq_macro::seq!(V in 0..64 {
+                place.store(B, V, acc[B][V]);
+            });
+        });
+    } else {
+        // This split's f32 partial; the reduce launch sums the splits and writes C.
+        seq_macro::seq!(B in 0..2 {
+            seq_macro::seq!(Q in 0..16 {
+                memory::st_global_v4_b32(
+                    p.partial(unit.index, unit.split) + partial_offset(B * QUADS + Q, ctid),
+                    [acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(), acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits()],
+                );
+            });
+        });
+    }
+}
+
+/// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
+const QUADS: u32 = ACCUMULATORS as u32 / 4;
+
+/// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
+/// [block][quad][thread][4 f32], so the 256 threads' 16-byte stores are contiguous.
+#[inline(always)]
+fn partial_offset(bq: u32, ctid: u32) -> u64 {
+    ((bq * CONSUMER_THREADS + ctid) * CHUNK) as u64
+}
+
+/// Where consumer thread `ctid`'s accumulators go in C.
+///
+/// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v of warp w's thread
+/// (g = lane/4, t = lane%4) holds accumulator row 16w + g + 8·((v/2)%2) and column
+/// 8·(v/4) + 2t + v%2. Rows are weight rows (n), columns activation rows (m): each value
+/// is one fp16 of C[m][n].
+#[derive(Clone, Copy)]
+struct Place {
+    /// C of the batch.
+    c: u64,
+    m_count: u32,
+    n_count: u32,
+    /// n of block 0, register 0; m of register 0.
+    n_base: u32,
+    m_base: u32,
+}
+
+impl Place {
+    #[inline(always)]
+    fn new(p: &Problem, l: u32, m_tile: u32, n0: u32, ctid: u32) -> Place {
+        let (c, thread) = (ctid / WARPGROUP, ctid % WARPGROUP);
+        let (w, lane) = (thread / WARP, thread % WARP);
+        let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
+        let args = &p.args;
+        Place {
+            c: args.c + l as u64 * args.m as u64 * args.n as u64 * F16_BYTES as u64,
+            m_count: args.m,
+            n_count: args.n,
+            n_base: n0 + c * BLOCKS as u32 * WGMMA_M + 16 * w + g,
+            m_base: m_tile * BLOCK_M + 2 * t,
+        }
+    }
+
+    /// Stores accumulator `v` of block `b` as fp16, if it lies inside C.
+    #[inline(always)]
+    fn store(&self, b: u32, v: u32, value: f32) {
+        let n = self.n_base + b * WGMMA_M + 8 * ((v / 2) % 2);
+        let m = self.m_base + 8 * (v / 4) + v % 2;
+        if n < self.n_count && m < self.m_count {
+            let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * F16_BYTES as u64;
+            memory::st_global_b16(addr, cvt::f16_from_f32(value));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch 3 (split K only): the sum of the partials
+// ---------------------------------------------------------------------------------------
+
+/// Threads of a [`reduce`] CTA.
+const REDUCE_THREADS: u32 = 256;
+const _: () = assert!((BLOCKS as u32 * QUADS * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
+
+/// The reduce launch: one thread per partial quad of every tile.
+pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
+    let quads = tiles(m, n, l) * BLOCKS as u32 * QUADS * CONSUMER_THREADS;
+    Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
+}
+
+/// Sums one quad of a tile's partials in split order (so the result does not depend on
+/// which CTA finished first) and writes its 4 values to C. All SMs share the work; the
+/// first version had the last CTA of each tile read all its tile's partials: one SM
+/// reading 4-8 x 128 KiB took ~17 us, a quarter of the big shape's time.
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+pub fn reduce(args: &GemmArgs) {
+    let p = Problem::new(args);
+    let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
+    let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
+    let (bq, index) = (rest % (BLOCKS as u32 * QUADS), rest / (BLOCKS as u32 * QUADS));
+    let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
+    let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
+    let mut sum = [0f32; 4];
+    for split in 0..p.splits {
+        let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
+        seq_macro::seq!(E in 0..4 {
+            sum[E] += f32::from_bits(v[E]);
+        });
+    }
+    let place = Place::new(&p, l, m_tile, n_tile * BLOCK_N, ctid);
+    let (b, q) = (bq / QUADS, bq % QUADS);
+    // Unrolled: a runtime index would put `sum` in local memory.
+    seq_macro::seq!(E in 0..4 {
+        place.store(b, 4 * q + E, sum[E]);
+    });
+}
+
+// The GPU entry points: `.entry nvfp4_sm90v2_prepare`, `.entry nvfp4_gemm_sm90v2`,
+// `.entry nvfp4_sm90v2_reduce`.
+gemm_entry_point!(nvfp4_sm90v2_prepare => prepare);
+gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm);
+gemm_entry_point!(nvfp4_sm90v2_reduce => reduce);
