@@ -20,9 +20,10 @@ step "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,power.limit --format=csv
 run 60 $HOST info
 
-step "main shape, naive and sm90, verified against the exact CPU reference"
+step "main shape, naive, sm90 and sm90v2, verified against the exact CPU reference"
 run 300 $HOST --shape 128x7168x16384 --kernel naive --json "$OUT/naive-main.json"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90 --json "$OUT/sm90-main.json"
+run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --json "$OUT/sm90v2-main.json"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90 --dist wide --iters 5
 
 step "ignored GPU tests (cargo test --release -p host --test gpu -- --ignored)"
@@ -50,6 +51,13 @@ if [ "$mode" = full ]; then
   run 600 compute-sanitizer --tool synccheck --error-exitcode 9 $HOST --shape 128x7168x2048 --kernel sm90 --iters 0 --verify none
   for tool in memcheck racecheck synccheck; do
     run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST selftest --probes
+  done
+
+  step "compute-sanitizer on sm90v2 (unsplit with tails, and a split-K shape)"
+  for shape in 129x300x1024 128x4096x7168; do
+    for tool in memcheck racecheck synccheck; do
+      run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape $shape --kernel sm90v2 --iters 0
+    done
   done
 fi
 
