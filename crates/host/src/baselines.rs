@@ -17,6 +17,12 @@
 //! a multiple of 16 and 16-byte aligned pointers and leading dimensions (NVFP4's K is a
 //! multiple of 64; the FP8 output's leading dimension N * 2 bytes must be a multiple of 16
 //! too, so N a multiple of 8, or cuBLASLt finds no algorithm and the baseline is skipped).
+//!
+//! The per-tensor scales are read by pointer, and cuBLASLt checks those pointers only in
+//! `cublasLtMatmul`, not in its heuristic: with both scales in one 8-byte buffer (the second
+//! at +4 bytes, 4-byte aligned) every algorithm the heuristic offered was refused with
+//! `CUBLAS_STATUS_NOT_SUPPORTED` (H100, cuBLAS 13.1), and with each scale on its own
+//! 256-byte boundary every one ran. So each scale sits [`SCALE_STRIDE`] floats apart.
 
 use std::ffi::c_void;
 use std::mem::size_of;
@@ -37,6 +43,26 @@ use crate::device::Gpu;
 
 /// Workspace handed to cuBLASLt (NVIDIA's recommendation for Hopper).
 pub const LT_WORKSPACE_BYTES: usize = 32 << 20;
+
+/// Floats between the two FP8 scales in their device buffer: 256 bytes, the alignment
+/// cuBLASLt assumes of every pointer unless told otherwise (see the module docs).
+pub const SCALE_STRIDE: usize = 64;
+
+/// The FP8 scales' device buffer: our A's scale at 0, our B's at [`SCALE_STRIDE`].
+pub fn scale_buffer(sa: f32, sb: f32) -> Vec<f32> {
+    let mut v = vec![0.0; 2 * SCALE_STRIDE];
+    v[0] = sa;
+    v[SCALE_STRIDE] = sb;
+    v
+}
+
+/// The alignment (bytes, at most 256: cuBLASLt's default assumption) that every batch's
+/// pointer keeps when a 256-byte-aligned buffer is walked in strides of `stride_bytes`:
+/// what the heuristic must be told for L > 1, or it may pick an algorithm that
+/// `cublasLtMatmul` then refuses for the second batch.
+pub fn batch_alignment(stride_bytes: u64, batches: u32) -> u32 {
+    if batches <= 1 || stride_bytes == 0 { 256 } else { 1u32 << stride_bytes.trailing_zeros().min(8) }
+}
 
 /// Whether cuBLAS and cuBLASLt could be loaded: `Ok(where)` or `Err(why not)`.
 #[derive(Clone, Debug)]
@@ -288,7 +314,8 @@ pub struct Fp8Gemm {
     layouts: [lt::cublasLtMatrixLayout_t; 4],
     algo: Option<lt::cublasLtMatmulAlgo_t>,
     workspace: CudaSlice<u8>,
-    /// Our A's and our B's scales, on the device (cuBLASLt reads them by pointer).
+    /// Our A's and our B's scales, on the device (cuBLASLt reads them by pointer), laid out
+    /// by [`scale_buffer`].
     scales: CudaSlice<f32>,
     pub output: Fp8Output,
     shape: (u32, u32, u32, u32),
@@ -307,7 +334,7 @@ impl Fp8Gemm {
         let s = &gpu.stream;
         let workspace =
             s.alloc_zeros::<u8>(LT_WORKSPACE_BYTES).map_err(|e| format!("allocating the cuBLASLt workspace: {e}"))?;
-        let scales = s.clone_htod(&[sa, sb]).map_err(|e| format!("copying the FP8 scales: {e}"))?;
+        let scales = s.clone_htod(&scale_buffer(sa, sb)).map_err(|e| format!("copying the FP8 scales: {e}"))?;
         guarded(|| {
             gpu.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e}"))?;
             let handle = lt_result::create_handle().map_err(|e| format!("cublasLtCreate failed: {e}"))?;
@@ -363,9 +390,12 @@ impl Fp8Gemm {
             &op_n as *const i32 as _,
             size_of::<i32>(),
         )?;
-        // cuBLAS's A is our B: its scale is our B's (index 1); cuBLAS's B is our A.
+        // cuBLAS's A is our B: its scale is our B's (index SCALE_STRIDE); cuBLAS's B is our A.
         let base = self.scales.device_ptr(self.scales.stream()).0;
-        let (scale_of_our_a, scale_of_our_b) = (base, base + 4);
+        let (scale_of_our_a, scale_of_our_b) = (base, base + (SCALE_STRIDE * size_of::<f32>()) as u64);
+        if base % 256 != 0 {
+            return Err(format!("the FP8 scale buffer is not 256-byte aligned ({base:#x})"));
+        }
         set(
             lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
             &scale_of_our_b as *const u64 as _,
@@ -389,14 +419,28 @@ impl Fp8Gemm {
         self.layouts[3] = layout(out_type, cm.m, cm.n, cm.ldc)?;
         let pref = lt_result::create_matmul_pref().map_err(e("cublasLtMatmulPreferenceCreate"))?;
         let bytes = LT_WORKSPACE_BYTES as u64;
+        // Batch b's operands start b strides into 256-byte-aligned buffers (see `run`).
+        let l = self.shape.3;
+        use lt::cublasLtMatmulPreferenceAttributes_t as Pref;
+        let alignments = [
+            (Pref::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, batch_alignment(n as u64 * k as u64, l)),
+            (Pref::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, batch_alignment(m as u64 * k as u64, l)),
+            (Pref::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, batch_alignment(m as u64 * n as u64 * 2, l)),
+            (Pref::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, batch_alignment(m as u64 * n as u64 * 2, l)),
+        ];
         // SAFETY: live descriptors throughout; the preference is destroyed once below.
         let heuristic = unsafe {
             let r = lt_result::set_matmul_pref_attribute(
                 pref,
-                lt::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                Pref::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                 &bytes as *const u64 as _,
                 size_of::<u64>(),
             )
+            .and_then(|()| {
+                alignments.iter().try_for_each(|(attr, bytes)| {
+                    lt_result::set_matmul_pref_attribute(pref, *attr, bytes as *const u32 as _, size_of::<u32>())
+                })
+            })
             .map_err(e("cublasLtMatmulPreferenceSetAttribute"))
             .and_then(|()| {
                 lt_result::get_matmul_algo_heuristic(
@@ -448,6 +492,9 @@ impl Fp8Gemm {
         let (m, n, k, l) = self.shape;
         let (alpha, beta) = (1.0f32, 0.0f32);
         let ws = self.workspace.device_ptr(self.workspace.stream()).0;
+        if let Some((what, p)) = [("A", a8), ("B", b8), ("C", c)].into_iter().find(|(_, p)| p % 256 != 0) {
+            return Err(format!("cuBLASLt FP8: {what} at {p:#x} is not 256-byte aligned"));
+        }
         guarded(|| {
             for batch in 0..l as u64 {
                 let a = a8 + batch * m as u64 * k as u64;
@@ -577,6 +624,29 @@ mod tests {
             }
         }
         assert!(column_major(1 << 31, 1, 64).is_err(), "M beyond cuBLAS's int is refused, not wrapped");
+    }
+
+    #[test]
+    fn each_fp8_scale_sits_on_its_own_256_byte_boundary() {
+        // cublasLtMatmul refused every algorithm with the second scale at +4 bytes.
+        let v = scale_buffer(0.0625, 8.0);
+        assert_eq!((SCALE_STRIDE * size_of::<f32>()) % 256, 0);
+        assert_eq!(v.len(), 2 * SCALE_STRIDE);
+        assert_eq!((v[0], v[SCALE_STRIDE]), (0.0625, 8.0));
+        assert_eq!(v.iter().filter(|&&x| x != 0.0).count(), 2);
+    }
+
+    #[test]
+    fn batch_alignment_is_what_every_batch_pointer_keeps() {
+        assert_eq!(batch_alignment(12_345, 1), 256, "one batch: the allocation's own alignment");
+        assert_eq!(batch_alignment(7168 * 16384, 3), 256);
+        assert_eq!(batch_alignment(16 * 64, 2), 256);
+        assert_eq!(batch_alignment(3 * 64, 2), 64, "M = 3, K = 64: A's batches 192 bytes apart");
+        assert_eq!(batch_alignment(8 * 2, 2), 16, "C of M = 1, N = 8: 16 bytes apart");
+        for (stride, l) in [(192u64, 2u32), (16, 4), (1 << 20, 2), (7 * 128, 5)] {
+            let a = batch_alignment(stride, l) as u64;
+            assert!((0..l as u64).all(|b| (b * stride) % a == 0) && a <= 256 && a.is_power_of_two());
+        }
     }
 
     #[test]

@@ -32,6 +32,44 @@ use crate::verify::{POISON, compare, unwritten};
 /// The GPU MODE benchmark shapes: the geomean row is taken over these.
 pub const GPUMODE_SHAPES: [&str; 3] = ["128x7168x16384", "128x4096x7168", "128x7168x2048"];
 
+/// The decode batch sizes timed by `host bench --decode`: M = 1 (one token) and M = 16 (a
+/// small batch), each with the (N, K) of the three GPU MODE shapes. There the weights (B and
+/// SFB) are nearly all the bytes, so the memory bandwidth is the floor and each row's `of
+/// copy` (its bytes over its time, against the measured copy bandwidth) says how close it gets.
+pub const DECODE_MS: [u32; 2] = [1, 16];
+
+/// Rows up to this M are reported against the bandwidth floor (a note per shape).
+pub const DECODE_MAX_M: u32 = 16;
+
+/// `1xNxK` and `16xNxK` for each GPU MODE shape's N and K, in the GPU MODE order.
+pub fn decode_shapes() -> Vec<Shape> {
+    GPUMODE_SHAPES
+        .iter()
+        .flat_map(|text| {
+            let s: Shape = text.parse().expect("the GPU MODE shapes parse");
+            DECODE_MS.map(|m| Shape::new(m, s.n, s.k, s.l).expect("M = 1 and 16 are valid"))
+        })
+        .collect()
+}
+
+/// For a decode shape (M up to [`DECODE_MAX_M`]): the time its bytes (A, B, scales read, C
+/// written) take at the measured copy bandwidth, the floor of every row, and B's share.
+pub fn bandwidth_floor_note(shape: Shape, limits: &Limits) -> Option<String> {
+    let gbps = limits.copy_gbps?;
+    if shape.m > DECODE_MAX_M {
+        return None;
+    }
+    let bytes = shape.bytes_read() + shape.c_bytes();
+    let weights = shape.b_bytes() + shape.sfb_bytes();
+    Some(format!(
+        "{shape}: decode; its {:.2} MB (B and SFB {:.1}% of them) take {:.2} us at the measured copy bandwidth: \
+         the floor of every row (100% of copy)",
+        bytes as f64 / 1e6,
+        100.0 * weights as f64 / bytes as f64,
+        bytes as f64 / (gbps * 1e9) * 1e6
+    ))
+}
+
 /// A baseline's output passes when ‖got − want‖₂ / ‖want‖₂ is below this.
 pub const BASELINE_REL_TOL: f64 = 1e-2;
 
@@ -401,6 +439,13 @@ impl BenchReport {
             "GB/s: the NVFP4 problem's bytes (A, B, scales read, C written) over the time, for every row; of copy / of fp16: \
              that over the measured limits."
         );
+        if self.entries.iter().any(|e| e.m <= DECODE_MAX_M) {
+            let _ = writeln!(
+                s,
+                "decode rows (M <= {DECODE_MAX_M}): reading the weights is the floor, so `of copy` is how close the row \
+                 gets to the measured copy bandwidth (the notes give each shape's floor in us)."
+            );
+        }
         let _ = writeln!(
             s,
             "speed-up: the row's median over our best kernel's on the same shape (above 1: ours is faster); \
@@ -636,6 +681,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
     let mut entries = Vec::new();
     for &shape in &opts.shapes {
         eprintln!("bench: {shape}: inputs and the exact CPU reference");
+        notes.extend(bandwidth_floor_note(shape, &limits));
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
         {
@@ -937,6 +983,36 @@ pub(crate) mod tests {
             skipped: vec![],
             notes: vec![],
         }
+    }
+
+    #[test]
+    fn decode_shapes_keep_the_gpumode_n_and_k() {
+        let names: Vec<String> = decode_shapes().iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            names,
+            ["1x7168x16384", "16x7168x16384", "1x4096x7168", "16x4096x7168", "1x7168x2048", "16x7168x2048"]
+        );
+    }
+
+    #[test]
+    fn decode_rows_are_measured_against_the_bandwidth_floor() {
+        let l = limits();
+        let shape: Shape = "1x7168x16384".parse().unwrap();
+        let note = bandwidth_floor_note(shape, &l).unwrap();
+        let bytes = (shape.bytes_read() + shape.c_bytes()) as f64;
+        let floor_us = bytes / 3000e9 * 1e6;
+        assert!(note.contains(&format!("{floor_us:.2} us")), "{note}");
+        assert!(note.starts_with("1x7168x16384: decode;") && note.contains("B and SFB 99."), "{note}");
+        // A row at the floor is at 100% of copy.
+        let e = Entry::new(shape, "sm90v2", true, timing(floor_us), exact(), &l);
+        assert!((e.of_copy.unwrap() - 1.0).abs() < 1e-9);
+        assert!(bandwidth_floor_note("128x7168x16384".parse().unwrap(), &l).is_none());
+        assert!(bandwidth_floor_note(shape, &Limits::default()).is_none());
+        // The footer explains the column only when a decode row is there.
+        let mut r = sample_report();
+        assert!(!r.text().contains("decode rows"));
+        r.entries.push(e);
+        assert!(r.text().contains("decode rows (M <= 16)"));
     }
 
     #[test]

@@ -147,6 +147,10 @@ struct BenchArgs {
     /// measured; the fp16 GEMM limit needs cuBLAS).
     #[arg(long)]
     no_baselines: bool,
+    /// Also time the decode shapes, M = 1 and 16 with the N and K of the three benchmark
+    /// shapes (1x7168x16384, 16x7168x16384, ...), where reading the weights is the floor.
+    #[arg(long)]
+    decode: bool,
 }
 
 /// Parses a shape argument into a `Shape` or an error naming the text.
@@ -558,7 +562,14 @@ pub const BENCH_SHAPES: [&str; 4] = ["128x7168x16384", "128x4096x7168", "128x716
 fn bench(args: &BenchArgs) -> Result<i32> {
     let texts: Vec<String> =
         if args.shape.is_empty() { BENCH_SHAPES.iter().map(|s| s.to_string()).collect() } else { args.shape.clone() };
-    let shapes = texts.iter().map(|t| parse_shape(t)).collect::<Result<Vec<_>>>()?;
+    let mut shapes = texts.iter().map(|t| parse_shape(t)).collect::<Result<Vec<_>>>()?;
+    if args.decode {
+        for shape in crate::bench::decode_shapes() {
+            if !shapes.contains(&shape) {
+                shapes.push(shape);
+            }
+        }
+    }
     if args.iters == 0 {
         return Err(Error::Usage("--iters must be at least 1".into()));
     }

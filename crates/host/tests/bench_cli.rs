@@ -27,7 +27,7 @@ fn bench_documents_its_outputs_and_baseline_switch() {
     let o = host(&["bench", "--help"]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0));
-    for option in ["--shape", "--json", "--svg", "--no-baselines", "--iters", "--kernel"] {
+    for option in ["--shape", "--json", "--svg", "--no-baselines", "--iters", "--kernel", "--decode"] {
         assert!(out.contains(option), "bench --help lacks {option}: {out}");
     }
 }
