@@ -154,7 +154,8 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
         "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned",
-        "wgmma.wait_group.sync.aligned 1",
+        // IN_FLIGHT = 3 groups left in flight per step, drained once per stage pair.
+        "wgmma.wait_group.sync.aligned 3",
         "wgmma.wait_group.sync.aligned 0",
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
         "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",

@@ -23,8 +23,9 @@
 //!    `cp.async.bulk` into a ring; each consumer thread copies its own raw weights and
 //!    scales with `cp.async` into a private shared-memory ring `RAW_AHEAD` stages ahead,
 //!    reads them back (the next stage's while the last step's MMA runs), converts them
-//!    per k16 step into A fragments and issues RS wgmmas with `wait_group 1`, so the
-//!    conversion of step j+1 overlaps the MMA of step j (and of the other warpgroup).
+//!    per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
+//!    (3), so the conversion of step j+1 overlaps the MMAs of steps j-2..j (and of the
+//!    other warpgroup); stages go in pairs, drained (`wait_group 0`) once per pair.
 //!
 //! **K order.** A dot product only needs both operands in the same K order, so each
 //! thread converts its raw word in whatever order is cheapest and the activation image is
@@ -51,8 +52,10 @@
 //!   the bulk copy's `complete_tx`): slot s holds the stage's activations. The copy writes
 //!   through the async proxy and wgmma reads through it: no proxy fence anywhere.
 //! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
-//!   Steps 0..3 of a stage end with `wait_group 1`; the last with `wait_group 0` (see
-//!   `consumer` for why), after which each thread arrives.
+//!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
+//!   `consumer` for why), after which each thread arrives; the first stage's slot is
+//!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
+//!   first stage's last step complete.
 //! - The producer fills all slots before the loop, then at the end of stage kb refills
 //!   the slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so
 //!   its wait on `empty` rarely blocks warp 0) with stage kb - `REFILL_LAG` + `STAGES`:
@@ -78,10 +81,10 @@
 //! **Versus v1.** v1 had one dequantizing warpgroup per CTA writing both operands as fp16
 //! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
 //! Here 8 warps convert only the weights, straight into registers, activations are
-//! converted once per call instead of once per CTA, `wait_group 1` overlaps conversion
-//! with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes. Measured on an
-//! H100: 76 / 32 / 27 / 345 us against v1's 287 / 130 / 43 / 624 on the four benchmark
-//! shapes (docs/perf-notes.md, with where the remaining time goes).
+//! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
+//! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
+//! Measured on an H100: 75 / 33 / 27 / 334 us against v1's 287 / 130 / 43 / 624 on the
+//! four benchmark shapes (docs/perf-notes.md, with where the remaining time goes).
 
 use nvfp4::layout;
 use nvfp4::shape::{K_GRANULE, SF_VECTOR};
@@ -154,6 +157,12 @@ const CHUNK: u32 = 16;
 const PAIRS: u32 = 8;
 /// fp32 accumulators per thread per m64 block: m64n128 / 128 threads.
 const ACCUMULATORS: usize = (WGMMA_M * BLOCK_M / WARPGROUP) as usize;
+/// wgmma groups (k16 steps) a consumer leaves in flight while it converts the next
+/// step, and the A fragment buffers that takes: 4 x 8 registers. (Measured on an H100
+/// with stage pairs: 2 in flight 78.0 us, 3 in flight 76.5 us on the largest M = 128
+/// shape, 346 and 337 us on 2304x4608x7168; docs/perf-notes.md, "round 2".)
+const IN_FLIGHT: u32 = 3;
+const FRAG_BUFFERS: usize = IN_FLIGHT as usize + 1;
 /// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
 
@@ -165,7 +174,7 @@ const _: () = assert!(LANES_PER_ROW * F32_BYTES == CHUNK);
 const _: () = assert!(ROW_F16_BYTES == Swizzle::B128.row_bytes(), "one stage row is one 128B-swizzle row");
 const _: () = assert!(BLOCK_K == layout::TILE_COLS * SF_VECTOR, "a stage is one blocked scale tile column");
 const _: () = assert!(ACCUMULATORS == 64, "the epilogue is unrolled for 64 accumulators per block");
-const _: () = assert!(STEPS.is_multiple_of(2), "fragment double-buffering by step parity spans stages");
+const _: () = assert!(IN_FLIGHT < STEPS, "a stage's slot is released within the next stage");
 const _: () = assert!(REFILL_LAG >= 1 && REFILL_LAG < STAGES, "refill a released slot, keep copies ahead");
 const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the SM without a cap");
 
@@ -580,72 +589,94 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     // This stage's raw words and fp16x2 scales.
     let mut raw = fetch(begin);
     let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
-    // A fragments, double-buffered by step parity: step j + 2 rewrites step j's
-    // registers only after `wait_group 1` at step j + 1 proved step j complete (and
-    // across stages after `wait_group 0`).
-    let mut frags = [[[0u32; 4]; BLOCKS]; 2];
+    // A fragments, one buffer per wgmma group in flight plus the one being written:
+    // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
+    // IN_FLIGHT` that follows step j + IN_FLIGHT proved step j complete (and across the
+    // loop's back-edge after `wait_group 0`).
+    let mut frags = [[[0u32; 4]; BLOCKS]; FRAG_BUFFERS];
     let mut ring = RingPos::START;
     // A do-while: every unit has at least one stage, and with no path around the loop
     // the accumulators are never merged with their initial zeros (ptxas would serialize
     // the wgmmas over the copies such a merge needs).
     let mut kb = begin;
-    loop {
-        let scales = raw.scales;
-        smem.full(ring.slot).wait(ring.phase);
-        let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
-        seq_macro::seq!(J in 0..4 {{
-            const PARITY: usize = J % 2;
-            seq_macro::seq!(B in 0..2 {
-                // Rows g and g + 8 of block B: the thread's rows 2B and 2B + 1.
-                frags[PARITY][B] = [
-                    h(raw.words[2 * B], 2 * J, scales[2 * B]),
-                    h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
-                    h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
-                    h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
-                ];
-            });
-            // The fragments were just written: order that before the wgmmas read them.
-            wgmma::fence();
-            // k16 step J starts 32 bytes further into each 128-byte swizzle row.
-            let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
-            let accumulate = kb > begin || J > 0;
-            // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers this
-            // group, and the slot is not released before then.
-            unsafe {
-                wgmma::mma_async_rs_m64n128(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
-                wgmma::mma_async_rs_m64n128(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
-            }
-            wgmma::commit_group();
-            if J + 1 < STEPS {
-                // Step J + 1's conversion overlaps this step's MMA.
-                wgmma::wait_group::<1>();
-            } else {
-                // The next stage's raw data (past the last stage: a harmless re-read),
-                // while this step's MMA runs: not a wgmma operand, so no hazard.
-                raw = fetch(kb + 1);
-                // The stage's last step: drain. The next stage's fragments are the same
-                // PTX registers as this stage's (a loop iteration), and ptxas serializes
-                // every wgmma (C7513) if one of them is redefined while any wgmma is in
-                // flight; the other warpgroup keeps the tensor core busy meanwhile.
-                wgmma::wait_group::<0>();
-                // No wgmma of this thread reads the slot any more.
-                smem.empty(ring.slot).arrive();
-                // The producer refills the slot of stage kb - REFILL_LAG once everyone
-                // has released it.
-                if producer && kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
-                    smem.empty(refill.slot).wait(refill.phase);
-                    issue_stage(smem, p, unit, kb - REFILL_LAG + STAGES, refill.slot);
-                    refill.advance();
+    // Stages go in pairs, and only a pair's second stage (or the unit's last) drains:
+    // the first one's last step stays in flight while the second one's first step
+    // converts, and its slot is released (`held`) once that step's wait proves it done.
+    let mut held = 0;
+    'stages: loop {
+        seq_macro::seq!(S in 0..2 {{
+            let scales = raw.scales;
+            smem.full(ring.slot).wait(ring.phase);
+            let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+            seq_macro::seq!(J in 0..4 {{
+                const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
+                seq_macro::seq!(B in 0..2 {
+                    // Rows g and g + 8 of block B: the thread's rows 2B and 2B + 1.
+                    frags[PARITY][B] = [
+                        h(raw.words[2 * B], 2 * J, scales[2 * B]),
+                        h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
+                        h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
+                        h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
+                    ];
+                });
+                // The fragments were just written: order that before the wgmmas read them.
+                wgmma::fence();
+                // k16 step J starts 32 bytes further into each 128-byte swizzle row.
+                let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
+                let accumulate = kb > begin || J > 0;
+                // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
+                // this group, and the slot is not released before then.
+                unsafe {
+                    wgmma::mma_async_rs_m64n128(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
+                    wgmma::mma_async_rs_m64n128(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
                 }
+                wgmma::commit_group();
+                if J + 1 < STEPS {
+                    // Step J + 1's conversion overlaps the MMAs of the last IN_FLIGHT
+                    // steps.
+                    wgmma::wait_group::<IN_FLIGHT>();
+                    if S == 1 && J + 1 == IN_FLIGHT as usize {
+                        // The first stage's last step is complete: no wgmma of this
+                        // thread reads its slot any more.
+                        smem.empty(held).arrive();
+                    }
+                } else {
+                    // The next stage's raw data (past the last stage: a harmless
+                    // re-read), while this step's MMA runs: not a wgmma operand.
+                    raw = fetch(kb + 1);
+                    if S == 1 {
+                        // Drain at the loop's back-edge: the next pair's fragments are
+                        // the same PTX registers as this pair's, and ptxas serializes
+                        // every wgmma (C7513) if one of them is redefined while any
+                        // wgmma is in flight; the other warpgroup keeps the tensor core
+                        // busy meanwhile.
+                        wgmma::wait_group::<0>();
+                        smem.empty(ring.slot).arrive();
+                    } else {
+                        // (A unit that ends here drains after the loop: a wait chosen
+                        // by a runtime condition is a divergent path to ptxas, which
+                        // then serializes every wgmma, C7518.)
+                        wgmma::wait_group::<IN_FLIGHT>();
+                        held = ring.slot;
+                    }
+                    // The producer refills the slot of stage kb - REFILL_LAG once
+                    // everyone has released it.
+                    if producer && kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
+                        smem.empty(refill.slot).wait(refill.phase);
+                        issue_stage(smem, p, unit, kb - REFILL_LAG + STAGES, refill.slot);
+                        refill.advance();
+                    }
+                }
+            }});
+            ring.advance();
+            kb += 1;
+            if kb >= end {
+                break 'stages;
             }
         }});
-        ring.advance();
-        kb += 1;
-        if kb >= end {
-            break;
-        }
     }
-    // The last stage ended with `wait_group 0`: the accumulators are final.
+    // An odd unit left the loop with its last step in flight.
+    wgmma::wait_group::<0>();
     wgmma::fence_operand(&mut acc[0]);
     wgmma::fence_operand(&mut acc[1]);
 
