@@ -51,6 +51,7 @@ pub mod dequant;
 pub mod naive;
 pub mod probes;
 pub mod ptx;
+mod ring;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]

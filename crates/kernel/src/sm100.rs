@@ -70,6 +70,7 @@ use nvfp4::swizzle::Swizzle;
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::tcgen05::{self, TmemAddr};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, fence, memory, special, warp};
+use crate::ring::RingPos;
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -228,27 +229,6 @@ impl Smem {
     }
     fn last_split(self) -> SmemAddr {
         self.0.offset(LAST_SPLIT_OFFSET)
-    }
-}
-
-/// A position in a ring of `N` slots: the slot, and the parity of the ring's current lap
-/// (mbarrier phases alternate parity, one phase per lap).
-#[derive(Clone, Copy)]
-struct RingPos<const N: u32> {
-    slot: u32,
-    phase: u32,
-}
-
-impl<const N: u32> RingPos<N> {
-    const START: Self = RingPos { slot: 0, phase: 0 };
-
-    /// The next slot; the phase flips when the ring wraps.
-    fn advance(&mut self) {
-        self.slot += 1;
-        if self.slot == N {
-            self.slot = 0;
-            self.phase ^= 1;
-        }
     }
 }
 

@@ -43,6 +43,7 @@ use nvfp4::swizzle::Swizzle;
 
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, fence, memory, special, warp, wgmma};
+use crate::ring::RingPos;
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -167,27 +168,6 @@ impl Smem {
     /// Guards "fp16 stage has been read; the dequantizer may overwrite it".
     fn empty(self, stage: u32) -> Mbarrier {
         Mbarrier(self.0.offset(EMPTY_OFFSET + stage * MBARRIER_BYTES))
-    }
-}
-
-/// A position in the fp16 ring: the stage, and the parity of the ring's current lap
-/// (mbarrier phases alternate parity, one phase per lap).
-#[derive(Clone, Copy)]
-struct RingPos {
-    stage: u32,
-    phase: u32,
-}
-
-impl RingPos {
-    const START: RingPos = RingPos { stage: 0, phase: 0 };
-
-    /// The next stage; the phase flips when the ring wraps.
-    fn advance(&mut self) {
-        self.stage += 1;
-        if self.stage == STAGES {
-            self.stage = 0;
-            self.phase ^= 1;
-        }
     }
 }
 
@@ -365,7 +345,7 @@ fn dequantizer<V: Variant>(smem: Smem, p: &Problem, row: u32) {
     for u in 0..RAW_AHEAD {
         issue(u);
     }
-    let mut ring = RingPos::START;
+    let mut ring = RingPos::<STAGES>::START;
     let mut u = 0;
     while units(u).is_some() {
         issue(u + RAW_AHEAD);
@@ -374,19 +354,19 @@ fn dequantizer<V: Variant>(smem: Smem, p: &Problem, row: u32) {
 
         // The consumers must be done with this fp16 stage (first lap: passes at once,
         // the "previous phase" of a fresh barrier counts as complete).
-        smem.empty(ring.stage).wait(ring.phase ^ 1);
+        smem.empty(ring.slot).wait(ring.phase ^ 1);
 
         let a_scales = memory::ld_shared_b32(smem.raw_sfa(slot).offset(sf_in_tile));
         let b_scales = memory::ld_shared_b32(smem.raw_sfb(slot).offset(sf_in_tile));
-        convert_row(smem.raw_a(slot).offset(raw_row), a_scales, smem.a16(ring.stage), row);
-        convert_row(smem.raw_b(slot).offset(raw_row), b_scales, smem.b16(ring.stage), row);
+        convert_row(smem.raw_a(slot).offset(raw_row), a_scales, smem.a16(ring.slot), row);
+        convert_row(smem.raw_b(slot).offset(raw_row), b_scales, smem.b16(ring.slot), row);
 
         // Generic-proxy stores → the wgmma's async-proxy reads: fence in the writer,
         // before the arrival that hands the stage over.
         if !V::DROP_PROXY_FENCE {
             fence::proxy_async_shared_cta();
         }
-        smem.full(ring.stage).arrive();
+        smem.full(ring.slot).arrive();
         ring.advance();
         u += 1;
     }
@@ -435,21 +415,21 @@ const ACCUMULATORS: usize = (WGMMA_M * BLOCK_N / WARPGROUP) as usize;
 
 /// Warpgroups 1 and 2: wgmma over the fp16 ring, then the epilogue.
 fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
-    let mut ring = RingPos::START;
+    let mut ring = RingPos::<STAGES>::START;
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
         let mut acc = [0.0f32; ACCUMULATORS];
         for kb in 0..p.k_steps {
-            smem.full(ring.stage).wait(ring.phase);
+            smem.full(ring.slot).wait(ring.phase);
             // This warpgroup's 64 rows of A, all 128 rows of B, K-major, 128B swizzle.
             let a = SmemDesc::new(
-                smem.a16(ring.stage).offset(half * WGMMA_M * ROW_F16_BYTES).0,
+                smem.a16(ring.slot).offset(half * WGMMA_M * ROW_F16_BYTES).0,
                 LBO_UNUSED,
                 SWIZZLE_ATOM_BYTES,
                 Swizzle::B128,
             )
             .advance(V::A_DESCRIPTOR_SHIFT);
-            let b = SmemDesc::new(smem.b16(ring.stage).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+            let b = SmemDesc::new(smem.b16(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
             wgmma::fence_operand(&mut acc);
             wgmma::fence();
             for j in 0..BLOCK_K / WGMMA_K {
@@ -464,7 +444,7 @@ fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
             }
             wgmma::fence_operand(&mut acc);
             // Every consumer thread's wgmmas on this stage are complete: release it.
-            smem.empty(ring.stage).arrive();
+            smem.empty(ring.slot).arrive();
             ring.advance();
         }
         store_tile(p, tile, half, thread, &acc);

@@ -93,6 +93,7 @@ use nvfp4::swizzle::Swizzle;
 
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, memory, special, warp, wgmma};
+use crate::ring::RingPos;
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -219,25 +220,6 @@ impl Smem {
     /// Guards "no wgmma reads the slot any more; the producer may refill it".
     fn empty(self, slot: u32) -> Mbarrier {
         Mbarrier(self.0.offset(EMPTY_OFFSET + slot * MBARRIER_BYTES))
-    }
-}
-
-/// A position in the ring: the slot and the parity of the current lap.
-#[derive(Clone, Copy)]
-struct RingPos {
-    slot: u32,
-    phase: u32,
-}
-
-impl RingPos {
-    const START: RingPos = RingPos { slot: 0, phase: 0 };
-
-    fn advance(&mut self) {
-        self.slot += 1;
-        if self.slot == STAGES {
-            self.slot = 0;
-            self.phase ^= 1;
-        }
     }
 }
 
@@ -569,7 +551,7 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
         }
     }
     // The slot the producer refills next, and its lap (the `empty` phase to wait for).
-    let mut refill = RingPos::START;
+    let mut refill = RingPos::<STAGES>::START;
     let ctid = c * WARPGROUP + thread;
     // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb.
     for i in 0..RAW_AHEAD {
@@ -594,7 +576,7 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     // IN_FLIGHT` that follows step j + IN_FLIGHT proved step j complete (and across the
     // loop's back-edge after `wait_group 0`).
     let mut frags = [[[0u32; 4]; BLOCKS]; FRAG_BUFFERS];
-    let mut ring = RingPos::START;
+    let mut ring = RingPos::<STAGES>::START;
     // A do-while: every unit has at least one stage, and with no path around the loop
     // the accumulators are never merged with their initial zeros (ptxas would serialize
     // the wgmmas over the copies such a merge needs).
