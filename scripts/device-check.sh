@@ -42,6 +42,9 @@ if [ "$mode" = full ]; then
   step "bench"
   run 600 $HOST bench --json "$OUT/bench.json" --svg "$OUT/bench.svg"
 
+  step "bench, decode shapes (M = 1 and 16: the weight read is the floor)"
+  run 600 $HOST bench --decode --shape 128x7168x2048 --json "$OUT/bench-decode.json"
+
   step "compute-sanitizer on sm90 (small and large)"
   for tool in memcheck racecheck synccheck; do
     run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape 256x256x512 --kernel sm90 --iters 0
