@@ -14,17 +14,14 @@
 //! rules allow: at the wait that guarantees them, or, for copies that only an mbarrier
 //! observes, when no thread can run without them.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::memory::{GlobalMemory, SharedMemory};
-use crate::ops::bulk::BulkCopy;
-use crate::ops::cp_async::ThreadCopies;
 use crate::ops::mbarrier::Mbarrier;
-use crate::ops::tcgen05::Tcgen05Unit;
-use crate::ops::wgmma::WarpgroupMma;
 use crate::report::{EmuError, ErrorKind, Loc};
+use crate::units::{UnitId, Units};
 
 /// Threads per warp.
 pub const WARP: u32 = 32;
@@ -43,8 +40,9 @@ pub(crate) enum Wait {
     Mbarrier { addr: u32, parity: u32 },
     /// A collective until its rendezvous completes `generation`.
     Collective { scope: Scope, generation: u64 },
-    /// `tcgen05.alloc` until `columns` tensor-memory columns are free.
-    TmemAlloc { columns: u32 },
+    /// A resource of an asynchronous unit (e.g. `tcgen05.alloc` until enough
+    /// tensor-memory columns are free): the unit says when `arg` is satisfied.
+    Unit { unit: UnitId, arg: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -119,13 +117,8 @@ pub(crate) struct CtaState {
     pub barriers: [NamedBarrier; NAMED_BARRIERS as usize],
     pub mbarriers: BTreeMap<u32, Mbarrier>,
     pub rendezvous: HashMap<Scope, Rendezvous>,
-    pub copies: Vec<ThreadCopies>,
-    pub bulk: VecDeque<BulkCopy>,
-    pub wgmma: Vec<WarpgroupMma>,
-    /// Per thread: `wgmma.fence` executed since its accumulators were last accessible.
-    pub wgmma_fenced: Vec<bool>,
-    /// Tensor memory and the tcgen05 operations in flight.
-    pub tcgen05: Tcgen05Unit,
+    /// The state of every asynchronous unit (see `crate::units`).
+    pub units: Units,
     /// Monotonic counter that orders asynchronous work for lazy completion.
     pub async_sequence: u64,
     /// False polls since any thread last executed another instruction.
@@ -160,7 +153,6 @@ impl<'g> Cta<'g> {
         smem_len: u32,
     ) -> Cta<'g> {
         let threads = (ntid[0] * ntid[1] * ntid[2]) as usize;
-        let warpgroups = threads.div_ceil(WARPGROUP as usize);
         Cta {
             global,
             ctaid,
@@ -174,11 +166,7 @@ impl<'g> Cta<'g> {
                 barriers: [NamedBarrier::default(); NAMED_BARRIERS as usize],
                 mbarriers: BTreeMap::new(),
                 rendezvous: HashMap::new(),
-                copies: (0..threads).map(|_| ThreadCopies::default()).collect(),
-                bulk: VecDeque::new(),
-                wgmma: (0..warpgroups).map(|_| WarpgroupMma::default()).collect(),
-                wgmma_fenced: vec![false; threads],
-                tcgen05: Tcgen05Unit::new(threads),
+                units: Units::new(threads),
                 async_sequence: 0,
                 futile_polls: 0,
                 race: None,
@@ -255,7 +243,7 @@ impl<'g> Cta<'g> {
         st.futile_polls += 1;
         let live = st.threads.iter().filter(|t| !matches!(t, ThreadState::Exited)).count() as u64;
         if st.futile_polls >= live {
-            match crate::ops::complete_one_lazy(self, &mut st) {
+            match crate::units::complete_one_lazy(self, &mut st) {
                 Ok(true) => {
                     st.futile_polls = 0;
                     return st;
@@ -323,7 +311,7 @@ impl<'g> Cta<'g> {
             if st.threads.iter().all(|t| matches!(t, ThreadState::Exited)) {
                 return st;
             }
-            match crate::ops::complete_one_lazy(self, &mut st) {
+            match crate::units::complete_one_lazy(self, &mut st) {
                 Ok(true) => continue,
                 Ok(false) => {
                     let report = deadlock_report(&st);
@@ -342,7 +330,7 @@ pub(crate) fn satisfied(st: &CtaState, wait: &Wait) -> bool {
         Wait::Bar { id, generation } => st.barriers[id as usize].generation != generation,
         Wait::Mbarrier { addr, parity } => st.mbarriers.get(&addr).is_some_and(|m| m.phase_completed(parity)),
         Wait::Collective { scope, generation } => st.rendezvous.get(&scope).is_none_or(|r| r.generation != generation),
-        Wait::TmemAlloc { columns } => st.tcgen05.has_room(columns),
+        Wait::Unit { unit, arg } => crate::units::wait_satisfied(st, unit, arg),
     }
 }
 
@@ -381,7 +369,7 @@ fn deadlock_report(st: &CtaState) -> String {
             Wait::Mbarrier { addr, parity } => match st.mbarriers.get(&addr) {
                 Some(m) => format!(
                     "`{instruction}` on mbarrier {addr:#x} for parity {parity} ({})",
-                    m.describe(addr, &st.bulk, &st.copies, st.tcgen05.commit_arrivals(addr))
+                    m.describe(&crate::units::mbarrier_in_flight(st, addr))
                 ),
                 None => format!("`{instruction}` on {addr:#x}, where no mbarrier was initialised"),
             },
@@ -391,10 +379,9 @@ fn deadlock_report(st: &CtaState) -> String {
                     r.members.iter().zip(&r.arrived).filter(|(_, a)| !**a).map(|(m, _)| *m).collect();
                 format!("`{instruction}` for threads {} of its {scope} that never arrive", ranges(&missing))
             }
-            Wait::TmemAlloc { columns } => format!(
-                "`{instruction}` for {columns} free tensor-memory columns (allocated: {})",
-                st.tcgen05.allocations_summary()
-            ),
+            Wait::Unit { unit, arg } => {
+                format!("`{instruction}` {}", crate::units::describe_wait(st, unit, arg))
+            }
         };
         let line = format!("{what} at {}:{}", loc.file(), loc.line());
         match lines.iter_mut().find(|(l, _)| *l == line) {
@@ -406,8 +393,8 @@ fn deadlock_report(st: &CtaState) -> String {
     for (line, ts) in &lines {
         let _ = write!(out, "\n  threads {} wait at {line}", ranges(ts));
     }
-    if let Some(uncommitted) = st.tcgen05.uncommitted_summary() {
-        let _ = write!(out, "\n  ({uncommitted}: no tcgen05.commit follows them)");
+    for note in crate::units::deadlock_notes(st) {
+        let _ = write!(out, "\n  {note}");
     }
     let exited = st.threads.iter().filter(|t| matches!(t, ThreadState::Exited)).count();
     if exited > 0 {

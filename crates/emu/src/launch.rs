@@ -265,21 +265,7 @@ fn run_cta(
         e.cta = ctaid;
         Err(e)
     };
-    if let Some(wg) = st.wgmma.iter().position(|w| w.in_flight()) {
-        return end_error(format!("warpgroup {wg} exited with wgmma operations never waited for"), ErrorKind::Wgmma);
-    }
-    if let Some(b) = st.bulk.front() {
-        return end_error(
-            format!(
-                "the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})",
-                b.dst,
-                b.loc.file(),
-                b.loc.line()
-            ),
-            ErrorKind::Mbarrier,
-        );
-    }
-    if let Err(mut e) = ops::tcgen05::end_of_cta(&mut st) {
+    if let Err(mut e) = crate::units::end_of_cta(&mut st) {
         e.cta = ctaid;
         return Err(e);
     }

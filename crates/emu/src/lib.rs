@@ -22,6 +22,7 @@ pub mod ops;
 mod race;
 mod report;
 mod sched;
+mod units;
 
 pub use faults::Site;
 pub use launch::{

@@ -8,10 +8,6 @@
 //! async-proxy operations, so the init must have been fenced (`fence.mbarrier_init` or
 //! `fence.proxy.async`) before one of them arrives.
 
-use std::collections::VecDeque;
-
-use super::bulk::BulkCopy;
-use super::cp_async::ThreadCopies;
 use super::{Exec, exec};
 use crate::cta::Wait;
 use crate::report::{ErrorKind, Loc};
@@ -77,21 +73,17 @@ impl Mbarrier {
         Ok(())
     }
 
-    /// One line for deadlock reports: what the current phase still needs.
-    pub fn describe(
-        &self,
-        addr: u32,
-        bulk: &VecDeque<BulkCopy>,
-        copies: &[ThreadCopies],
-        tcgen05_commits: usize,
-    ) -> String {
-        let in_flight: u64 = bulk.iter().filter(|b| b.mbarrier == addr).map(|b| b.bytes as u64).sum();
-        let cp_arrivals =
-            copies.iter().map(|c| c.triggers.iter().filter(|t| t.mbarrier == addr).count()).sum::<usize>();
+    /// One line for deadlock reports: what the current phase still needs, with what the
+    /// asynchronous units still owe it (`in_flight`, one piece per unit).
+    pub fn describe(&self, in_flight: &[String]) -> String {
+        let owed = match in_flight {
+            [] => "nothing".to_string(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
         format!(
-            "phase {}: {} of {} arrivals missing, tx-count {} with {} bytes of bulk copies, {} cp.async arrivals and {} \
-             tcgen05.commit arrivals in flight",
-            self.phase, self.pending, self.count, self.tx, in_flight, cp_arrivals, tcgen05_commits
+            "phase {}: {} of {} arrivals missing, tx-count {} with {owed} in flight",
+            self.phase, self.pending, self.count, self.tx
         )
     }
 }
@@ -144,7 +136,7 @@ fn with_barrier(
     }
     let (mut ex, ()) = lookup(ex, addr);
     if arrives {
-        let r = ex.st.tcgen05.check_before_sync(ex.me);
+        let r = crate::units::check_before_sync(&ex.st, ex.me);
         ex = ex.check(r).0;
     }
     let me = ex.me;
@@ -198,7 +190,7 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
     }
     acquire(&mut ex, addr);
     let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
-    ex.st.tcgen05.synchronised(me, instruction, loc);
+    crate::units::synchronised(&mut ex.st, me, instruction, loc);
     true
 }
 
@@ -215,7 +207,7 @@ pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
         acquire(&mut ex, addr);
         let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
-        ex.st.tcgen05.synchronised(me, instruction, loc);
+        crate::units::synchronised(&mut ex.st, me, instruction, loc);
         return true;
     }
     let super::Exec { cta, me, st, instruction, loc } = ex;
@@ -230,5 +222,34 @@ fn acquire(ex: &mut Exec, addr: u32) {
     let phase = ex.st.mbarriers[&addr].phase;
     if let Some(race) = ex.st.race.as_deref_mut() {
         race.mbarrier_acquire(addr, phase, me);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Mbarrier;
+
+    #[test]
+    fn describe_lists_what_each_unit_owes() {
+        let m = Mbarrier {
+            count: 2,
+            pending: 1,
+            tx: 64,
+            phase: 3,
+            initialised_by: 0,
+            init_fenced: true,
+            init_loc: std::panic::Location::caller(),
+        };
+        let owed =
+            ["64 bytes of bulk copies".to_string(), "1 cp.async arrivals".into(), "0 tcgen05.commit arrivals".into()];
+        assert_eq!(
+            m.describe(&owed),
+            "phase 3: 1 of 2 arrivals missing, tx-count 64 with 64 bytes of bulk copies, 1 cp.async arrivals and 0 \
+             tcgen05.commit arrivals in flight"
+        );
+        assert_eq!(
+            m.describe(&owed[..1]),
+            "phase 3: 1 of 2 arrivals missing, tx-count 64 with 64 bytes of bulk copies in flight"
+        );
     }
 }

@@ -247,25 +247,3 @@ pub(crate) fn warp_members(cta: &Cta<'_>, warp: u32) -> Vec<u32> {
     let start = warp * crate::cta::WARP;
     (start..(start + crate::cta::WARP).min(cta.threads())).collect()
 }
-
-/// Completes the oldest piece of asynchronous work that only an mbarrier observes (a bulk
-/// copy, a cp.async before a `cp.async.mbarrier.arrive`, a tcgen05 op before a
-/// `tcgen05.commit`). Returns false when there is none (so the CTA is deadlocked).
-pub(crate) fn complete_one_lazy(cta: &Cta<'_>, st: &mut CtaState) -> Result<bool, EmuError> {
-    enum Unit {
-        Bulk,
-        CpAsync(u32),
-        Tcgen05(u32),
-    }
-    let candidates = [
-        st.bulk.front().map(|b| (b.sequence, Unit::Bulk)),
-        cp_async::oldest_observed(st).map(|(s, t)| (s, Unit::CpAsync(t))),
-        st.tcgen05.oldest_observed().map(|(s, t)| (s, Unit::Tcgen05(t))),
-    ];
-    match candidates.into_iter().flatten().min_by_key(|(s, _)| *s) {
-        None => Ok(false),
-        Some((_, Unit::Bulk)) => bulk::complete_front(cta, st).map(|_| true),
-        Some((_, Unit::CpAsync(thread))) => cp_async::complete_oldest(cta, st, thread).map(|_| true),
-        Some((_, Unit::Tcgen05(thread))) => tcgen05::complete_oldest(st, thread).map(|_| true),
-    }
-}

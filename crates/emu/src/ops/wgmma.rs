@@ -10,13 +10,12 @@
 //! (checked at every store); and every shared byte it reads must have been fenced for
 //! the async proxy by the thread that wrote it.
 
-use std::collections::{HashMap, VecDeque};
-
 use super::exec;
 use crate::cta::{Scope, Slot, WARPGROUP};
 use crate::model::wgmma::{a_frag_coord, acc_coord, decode_desc, mma_f16_f32, valid_n};
 use crate::race;
 use crate::report::{ErrorKind, Loc};
+use crate::units::wgmma::{MmaOp, OperandA, Shadow, WarpgroupMmas};
 
 /// The bits an in-flight accumulator register holds: a quiet NaN with a recognisable
 /// payload, so early reads poison the results and late writes are detected.
@@ -28,48 +27,6 @@ const M: u32 = 64;
 const K_BYTES: u32 = 32;
 /// Bytes the tensor core reads as one unit (a swizzle chunk / core-matrix row).
 const CHUNK: u32 = 16;
-
-enum OperandA {
-    /// Chunk addresses, row-major: row r, chunk c at `r * 2 + c`.
-    Smem(Vec<u32>),
-    /// Per member thread: the address of its four A-fragment registers, and their value
-    /// when issued (they must not change before completion).
-    Registers(Vec<(usize, [u32; 4])>),
-}
-
-pub(crate) struct MmaOp {
-    n: u32,
-    a: OperandA,
-    b_chunks: Vec<u32>,
-    accumulate: bool,
-    negate_a: bool,
-    negate_b: bool,
-    members: Vec<u32>,
-    accumulators: Vec<usize>,
-    loc: Loc,
-}
-
-struct Shadow {
-    values: Vec<f32>,
-    in_flight: u32,
-}
-
-/// One warpgroup's wgmma state.
-#[derive(Default)]
-pub(crate) struct WarpgroupMma {
-    uncommitted: Vec<MmaOp>,
-    groups: VecDeque<Vec<MmaOp>>,
-    /// The accumulators' true values while operations on them are in flight, by
-    /// (thread, register-array address).
-    shadows: HashMap<(u32, usize), Shadow>,
-}
-
-impl WarpgroupMma {
-    /// Whether any operation is still issued but not waited for.
-    pub fn in_flight(&self) -> bool {
-        !self.uncommitted.is_empty() || self.groups.iter().any(|g| !g.is_empty())
-    }
-}
 
 fn members(ex: &super::Exec) -> Result<(u32, Vec<u32>), (ErrorKind, String)> {
     let warpgroup = ex.me / WARPGROUP;
@@ -95,7 +52,7 @@ pub fn fence() {
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
     let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, members, _, _| {
-        members.iter().for_each(|&m| ex.st.wgmma_fenced[m as usize] = true);
+        members.iter().for_each(|&m| ex.st.units.get_mut::<WarpgroupMmas>().fenced[m as usize] = true);
         Ok(())
     });
     drop(ex);
@@ -168,7 +125,7 @@ fn issue(
     if !args.a_in_registers {
         uniform(|s| s.a, "the A descriptor")?;
     }
-    if let Some(&m) = members.iter().find(|&&m| !ex.st.wgmma_fenced[m as usize]) {
+    if let Some(&m) = members.iter().find(|&&m| !ex.st.units.get::<WarpgroupMmas>().fenced[m as usize]) {
         return Err((
             ErrorKind::Wgmma,
             format!("thread {m} issues wgmma.mma_async without a wgmma.fence since its registers were last accessible"),
@@ -222,7 +179,7 @@ fn issue(
     }
     let half = (args.n / 2) as usize;
     let accumulators: Vec<usize> = inputs.iter().map(|s| s.c as usize).collect();
-    let state = &mut ex.st.wgmma[wg as usize];
+    let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
     for (&m, &ptr) in members.iter().zip(&accumulators) {
         let shadow = state.shadows.entry((m, ptr)).or_insert_with(|| {
             // SAFETY: the caller guarantees `n / 2` live f32 registers at `ptr`.
@@ -258,7 +215,7 @@ pub fn commit_group() {
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
     let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, _, _, _| {
-        let state = &mut ex.st.wgmma[wg as usize];
+        let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
         let group = std::mem::take(&mut state.uncommitted);
         state.groups.push_back(group);
         Ok(())
@@ -280,13 +237,14 @@ pub fn wait_group(n: u32) {
         if inputs.iter().any(|s| s.a != n as u64) {
             return Err((ErrorKind::Collective, "wgmma.wait_group counts differ within the warpgroup".into()));
         }
-        while ex.st.wgmma[wg as usize].groups.len() > n as usize {
-            let group = ex.st.wgmma[wg as usize].groups.pop_front().unwrap_or_default();
+        while ex.st.units.get::<WarpgroupMmas>().warpgroups[wg as usize].groups.len() > n as usize {
+            let group =
+                ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize].groups.pop_front().unwrap_or_default();
             for op in group {
                 complete(ex, wg, op)?;
             }
         }
-        members.iter().for_each(|&m| ex.st.wgmma_fenced[m as usize] = false);
+        members.iter().for_each(|&m| ex.st.units.get_mut::<WarpgroupMmas>().fenced[m as usize] = false);
         Ok(())
     });
     drop(ex);
@@ -350,7 +308,7 @@ fn complete(ex: &mut super::Exec, wg: u32, op: MmaOp) -> Result<(), (ErrorKind, 
         let (row, part) = (c / 2, c % 2);
         b[row * k + part * 8..row * k + part * 8 + 8].copy_from_slice(&read_chunk(ex, addr, &op)?);
     }
-    let state = &mut ex.st.wgmma[wg as usize];
+    let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
     let mut d = vec![0f32; M as usize * n];
     for (t, (&m, &ptr)) in op.members.iter().zip(&op.accumulators).enumerate() {
         let shadow = &state.shadows[&(m, ptr)];
