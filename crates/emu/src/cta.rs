@@ -71,15 +71,6 @@ impl std::fmt::Display for Scope {
     }
 }
 
-/// Operands one thread brings to a collective.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Slot {
-    pub a: u64,
-    pub b: u64,
-    pub c: u64,
-    pub d: u64,
-}
-
 /// A collective instruction being assembled from its threads' arrivals.
 pub(crate) struct Rendezvous {
     pub instruction: &'static str,
@@ -88,8 +79,11 @@ pub(crate) struct Rendezvous {
     pub members: Vec<u32>,
     pub arrived: Vec<bool>,
     pub count: usize,
-    pub inputs: Vec<Slot>,
-    pub outputs: Vec<u64>,
+    /// What each member brought, typed by the instruction: a `Vec<Option<In>>` of the
+    /// collective's input type (the scheduler only stores it).
+    pub inputs: Box<dyn std::any::Any + Send>,
+    /// The last completed round's results, a `Vec<Out>` of its output type.
+    pub outputs: Box<dyn std::any::Any + Send>,
     pub generation: u64,
 }
 

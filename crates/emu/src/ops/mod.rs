@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::panic::Location;
 use std::sync::MutexGuard;
 
-use crate::cta::{Cta, CtaState, Scope, Slot, Wait};
+use crate::cta::{Cta, CtaState, Scope, Wait};
 use crate::faults::{Site, is_droppable};
 use crate::report::{EmuError, ErrorKind, Loc};
 
@@ -140,17 +140,23 @@ impl Exec {
         Exec { cta, me, st, instruction, loc }
     }
 
-    /// Joins the collective of `scope`: deposits this thread's `slot`, and when the last
-    /// member arrives runs `complete` over all slots (which fills the outputs). Returns
-    /// this thread's output. Members and operands are checked: every member must reach
-    /// the same instruction at the same source line.
-    pub fn collective(
+    /// Joins the collective of `scope`: deposits this thread's `input`, and when the last
+    /// member arrives runs `complete` over all inputs (in member order), which fills the
+    /// outputs (one per member, starting from `Out::default()`). Returns this thread's
+    /// output. Each instruction says what its collective carries with `In` and `Out`.
+    /// Members and operands are checked: every member must reach the same instruction at
+    /// the same source line (so all of them bring the same `In`).
+    pub fn collective<In, Out>(
         mut self,
         scope: Scope,
         members: Vec<u32>,
-        slot: Slot,
-        complete: impl FnOnce(&mut Exec, &[u32], &[Slot], &mut [u64]) -> Result<(), (ErrorKind, String)>,
-    ) -> (Exec, u64) {
+        input: In,
+        complete: impl FnOnce(&mut Exec, &[u32], &[In], &mut [Out]) -> Result<(), (ErrorKind, String)>,
+    ) -> (Exec, Out)
+    where
+        In: Clone + Send + 'static,
+        Out: Clone + Default + Send + 'static,
+    {
         let me = self.me;
         let (instruction, loc) = (self.instruction, self.loc);
         // Two groups of one warp whose member sets overlap must not be in different
@@ -184,15 +190,15 @@ impl Exec {
             members: Vec::new(),
             arrived: Vec::new(),
             count: 0,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Box::new(()),
+            outputs: Box::new(()),
             generation: 0,
         });
         if r.count == 0 {
             r.instruction = instruction;
             r.loc = loc;
             r.arrived = vec![false; members.len()];
-            r.inputs = vec![Slot::default(); members.len()];
+            r.inputs = Box::new(vec![None::<In>; members.len()]);
             // `outputs` keeps the previous round's results: a thread of that round may
             // not have read its result yet (this round cannot finish without it).
             r.members = members;
@@ -214,30 +220,38 @@ impl Exec {
             self.fail(ErrorKind::Collective, "thread arrived twice at the same collective".into());
         }
         r.arrived[pos] = true;
-        r.inputs[pos] = slot;
+        // Same instruction and line as the round's first arrival, hence the same `In`.
+        let inputs = r.inputs.downcast_mut::<Vec<Option<In>>>().expect("one instruction's inputs");
+        inputs[pos] = Some(input);
         r.count += 1;
         let generation = r.generation;
         if r.count == r.members.len() {
             let members = r.members.clone();
-            let inputs = r.inputs.clone();
+            let inputs: Vec<In> = std::mem::replace(&mut r.inputs, Box::new(()))
+                .downcast::<Vec<Option<In>>>()
+                .expect("one instruction's inputs")
+                .into_iter()
+                .map(|i| i.expect("every member arrived"))
+                .collect();
             // The members synchronise: each knows what all knew (before `complete`, which
             // may check shared-memory accesses made on the members' behalf).
             if let Some(race) = self.st.race.as_deref_mut() {
                 race.join_members(&members);
             }
-            let mut outputs = vec![0; members.len()];
+            let mut outputs = vec![Out::default(); members.len()];
             if let Err((kind, message)) = complete(&mut self, &members, &inputs, &mut outputs) {
                 self.fail(kind, message);
             }
             let r = self.st.rendezvous.get_mut(&scope).expect("rendezvous exists");
-            r.outputs = outputs;
+            r.outputs = Box::new(outputs);
             r.count = 0;
             r.arrived.iter_mut().for_each(|a| *a = false);
             r.generation += 1;
         } else {
             self = self.block(Wait::Collective { scope, generation });
         }
-        let out = self.st.rendezvous[&scope].outputs[pos];
+        let outputs = self.st.rendezvous[&scope].outputs.downcast_ref::<Vec<Out>>();
+        let out = outputs.expect("the round's outputs")[pos].clone();
         (self, out)
     }
 }

@@ -40,7 +40,7 @@
 use std::ops::Range;
 
 use super::{Exec, exec, warp_members};
-use crate::cta::{Scope, Slot, WARP, Wait};
+use crate::cta::{Scope, WARP, Wait};
 use crate::model::tcgen05::{DescError, MMA_M, TMEM_COLUMNS, TMEM_LANES, decode_idesc, decode_smem_desc};
 use crate::report::ErrorKind;
 use crate::units::tcgen05::{
@@ -73,7 +73,8 @@ fn full_warp(ex: Exec) -> (Exec, u32, Vec<u32>) {
     (ex, warp, members)
 }
 
-fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) -> Result<(), (ErrorKind, String)> {
+/// Fails unless `f` of every member's input equals the first member's.
+fn uniform<In>(members: &[u32], inputs: &[In], f: fn(&In) -> u32, what: &str) -> Result<(), (ErrorKind, String)> {
     match inputs.iter().position(|s| f(s) != f(&inputs[0])) {
         Some(i) => Err((
             ErrorKind::Collective,
@@ -147,44 +148,45 @@ pub fn alloc(dst: u32, columns: u32) {
     let (ex, warp, members) = full_warp(ex);
     let r = ex.st.smem.index(dst, 4, 4).map(|_| ());
     let (mut ex, ()) = ex.check(r);
-    let slot = Slot { a: dst as u64, b: columns as u64, ..Slot::default() };
+    // In: (destination, column count); out: whether the columns were allocated.
+    let input = (dst, columns);
     loop {
-        let (ex2, done) =
-            ex.collective(Scope::Warp { warp, mask: u32::MAX }, members.clone(), slot, |ex, members, inputs, out| {
-                uniform(members, inputs, |s| s.a, "the destination address")?;
-                uniform(members, inputs, |s| s.b, "the column count")?;
-                if !columns.is_power_of_two() || !(32..=TMEM_COLUMNS).contains(&columns) {
-                    return Err((
-                        ErrorKind::Tcgen05,
-                        format!("tcgen05.alloc of {columns} columns: the count must be a power of two in 32..=512"),
-                    ));
-                }
-                let loc = ex.loc;
-                let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
-                if let Some(at) = unit.relinquished {
-                    return Err((
-                        ErrorKind::Tcgen05,
-                        format!(
-                            "tcgen05.alloc after this CTA's tcgen05.relinquish_alloc_permit at {}:{}",
-                            at.file(),
-                            at.line()
-                        ),
-                    ));
-                }
-                let Some(column) = unit.first_fit(columns) else {
-                    out.iter_mut().for_each(|o| *o = 0);
-                    return Ok(());
-                };
-                unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
-                unit.allocations.insert(column, Allocation { columns, loc });
-                store_address(&mut ex.st.smem, dst, column)?;
-                // A write on behalf of the whole warp (see `race::collective_write`).
-                let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
-                crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
-                out.iter_mut().for_each(|o| *o = 1);
-                Ok(())
-            });
-        if done == 1 {
+        let scope = Scope::Warp { warp, mask: u32::MAX };
+        let (ex2, done) = ex.collective(scope, members.clone(), input, |ex, members, inputs, out: &mut [bool]| {
+            uniform(members, inputs, |s| s.0, "the destination address")?;
+            uniform(members, inputs, |s| s.1, "the column count")?;
+            if !columns.is_power_of_two() || !(32..=TMEM_COLUMNS).contains(&columns) {
+                return Err((
+                    ErrorKind::Tcgen05,
+                    format!("tcgen05.alloc of {columns} columns: the count must be a power of two in 32..=512"),
+                ));
+            }
+            let loc = ex.loc;
+            let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
+            if let Some(at) = unit.relinquished {
+                return Err((
+                    ErrorKind::Tcgen05,
+                    format!(
+                        "tcgen05.alloc after this CTA's tcgen05.relinquish_alloc_permit at {}:{}",
+                        at.file(),
+                        at.line()
+                    ),
+                ));
+            }
+            let Some(column) = unit.first_fit(columns) else {
+                out.iter_mut().for_each(|o| *o = false);
+                return Ok(());
+            };
+            unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
+            unit.allocations.insert(column, Allocation { columns, loc });
+            store_address(&mut ex.st.smem, dst, column)?;
+            // A write on behalf of the whole warp (see `race::collective_write`).
+            let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
+            crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
+            out.iter_mut().for_each(|o| *o = true);
+            Ok(())
+        });
+        if done {
             return;
         }
         ex = ex2.block(Wait::Unit { unit: crate::units::id::<Tcgen05Unit>(), arg: columns });
@@ -221,10 +223,12 @@ pub fn dealloc(taddr: u32, columns: u32) {
     let ex = exec("tcgen05.dealloc.cta_group::1.sync.aligned.b32");
     let (ex, warp, members) = full_warp(ex);
     let ex = require_fence_after(ex);
-    let slot = Slot { a: taddr as u64, b: columns as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
-        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
-        uniform(members, inputs, |s| s.b, "the column count")?;
+    // In: (tensor-memory address, column count).
+    let input = (taddr, columns);
+    let scope = Scope::Warp { warp, mask: u32::MAX };
+    let (ex, ()) = ex.collective(scope, members, input, |ex, members, inputs, _: &mut [()]| {
+        uniform(members, inputs, |s| s.0, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.1, "the column count")?;
         let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
         let column = column_of(taddr);
         let matches = lane_of(taddr) == 0 && unit.allocations.get(&column).is_some_and(|a| a.columns == columns);
@@ -271,7 +275,7 @@ pub fn dealloc(taddr: u32, columns: u32) {
 pub fn relinquish_alloc_permit() {
     let ex = exec("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned");
     let (ex, warp, members) = full_warp(ex);
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, _, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, (), |ex, _, _, _: &mut [()]| {
         let loc = ex.loc;
         ex.st.units.get_mut::<Tcgen05Unit>().relinquished.get_or_insert(loc);
         Ok(())
@@ -489,10 +493,12 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
     let ex = exec("tcgen05.ld.sync.aligned.32x32b.b32");
     let (ex, warp, members) = full_warp(ex);
     let ex = require_fence_after(ex);
-    let slot = Slot { a: taddr as u64, b: n as u64, c: regs as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
-        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
-        uniform(members, inputs, |s| s.b, "the register count")?;
+    // In: (tensor-memory address, register count, the thread's registers).
+    let input = (taddr, n, regs as usize);
+    let scope = Scope::Warp { warp, mask: u32::MAX };
+    let (ex, ()) = ex.collective(scope, members, input, |ex, members, inputs, _: &mut [()]| {
+        uniform(members, inputs, |s| s.0, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.1, "the register count")?;
         if !n.is_power_of_two() || n > 128 {
             return Err((ErrorKind::Tcgen05, format!("tcgen05.ld .32x32b.x{n}: the count must be 1, 2, 4, ..., 128")));
         }
@@ -526,13 +532,13 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
         }
         let loc = ex.loc;
         let tmem = unit.tmem.as_ref().expect("allocated");
-        for (i, (&m, s)) in members.iter().zip(inputs).enumerate() {
+        for (i, (&m, &(_, _, regs))) in members.iter().zip(inputs).enumerate() {
             let start = Tmem::at(lane + i as u32, column);
             let values = tmem.cells[start..start + n as usize].to_vec();
             // SAFETY: the caller of `ld_32x32b` guarantees `n` live registers at each pointer.
-            unsafe { std::slice::from_raw_parts_mut(s.c as *mut u32, n as usize) }.fill(LD_POISON);
+            unsafe { std::slice::from_raw_parts_mut(regs as *mut u32, n as usize) }.fill(LD_POISON);
             let q = &mut unit.threads[m as usize];
-            q.loads.push(PendingLd { regs: s.c as usize, values });
+            q.loads.push(PendingLd { regs, values });
             q.ld_unfenced.get_or_insert_with(|| (loc, Vec::new())).1.push(cols.clone());
         }
         Ok(())
@@ -549,7 +555,7 @@ pub fn wait_ld() {
         return;
     }
     let (ex, warp, members) = full_warp(ex);
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, (), |ex, members, _, _: &mut [()]| {
         for &m in members {
             let loads = std::mem::take(&mut ex.st.units.get_mut::<Tcgen05Unit>().threads[m as usize].loads);
             // SAFETY (both loops): guaranteed live until this wait by the caller of `ld_32x32b`.

@@ -11,7 +11,7 @@
 //! the async proxy by the thread that wrote it.
 
 use super::exec;
-use crate::cta::{Scope, Slot, WARPGROUP};
+use crate::cta::{Scope, WARPGROUP};
 use crate::model::wgmma::{a_frag_coord, acc_coord, decode_desc, mma_f16_f32, valid_n};
 use crate::race;
 use crate::report::{ErrorKind, Loc};
@@ -51,7 +51,7 @@ pub fn fence() {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, members, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, (), |ex, members, _, _: &mut [()]| {
         members.iter().for_each(|&m| ex.st.units.get_mut::<WarpgroupMmas>().fenced[m as usize] = true);
         Ok(())
     });
@@ -89,26 +89,35 @@ pub unsafe fn mma_async(args: MmaArgs) {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let flags = args.n as u64
-        | (args.accumulate as u64) << 16
-        | (args.negate_a as u64) << 17
-        | (args.negate_b as u64) << 18
-        | (args.a_in_registers as u64) << 19;
-    let slot = Slot { a: args.a, b: args.desc_b, c: args.accumulators as u64, d: flags };
-    let (ex, _) = ex
-        .collective(Scope::Warpgroup(wg), members, slot, |ex, members, inputs, _| issue(ex, wg, members, inputs, args));
+    let shape = (args.n, args.accumulate, args.negate_a, args.negate_b, args.a_in_registers);
+    let operands = MmaOperands { a: args.a, desc_b: args.desc_b, accumulators: args.accumulators as usize, shape };
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, operands, |ex, members, inputs, _: &mut [()]| {
+        issue(ex, wg, members, inputs, args)
+    });
     drop(ex);
+}
+
+/// What one thread brings to the `mma_async` collective.
+#[derive(Clone, Copy, Debug)]
+struct MmaOperands {
+    /// The A descriptor (SS) or the address of the thread's A registers (RS).
+    a: u64,
+    desc_b: u64,
+    /// The address of the thread's accumulator registers.
+    accumulators: usize,
+    /// N, scale-d, negate-A, negate-B and the RS form: uniform in the warpgroup.
+    shape: (u32, bool, bool, bool, bool),
 }
 
 fn issue(
     ex: &mut super::Exec,
     wg: u32,
     members: &[u32],
-    inputs: &[Slot],
+    inputs: &[MmaOperands],
     args: MmaArgs,
 ) -> Result<(), (ErrorKind, String)> {
     let first = inputs[0];
-    let uniform = |f: fn(&Slot) -> u64, what: &str| -> Result<(), (ErrorKind, String)> {
+    let uniform = |f: fn(&MmaOperands) -> u64, what: &str| -> Result<(), (ErrorKind, String)> {
         match inputs.iter().position(|s| f(s) != f(&first)) {
             Some(i) => Err((
                 ErrorKind::Collective,
@@ -120,8 +129,16 @@ fn issue(
             None => Ok(()),
         }
     };
-    uniform(|s| s.b, "the B descriptor")?;
-    uniform(|s| s.d, "the shape / scale-d / negate operands")?;
+    uniform(|s| s.desc_b, "the B descriptor")?;
+    if let Some(i) = inputs.iter().position(|s| s.shape != first.shape) {
+        return Err((
+            ErrorKind::Collective,
+            format!(
+                "the shape / scale-d / negate operands differs between threads {} and {} of the warpgroup: it must be uniform",
+                members[0], members[i]
+            ),
+        ));
+    }
     if !args.a_in_registers {
         uniform(|s| s.a, "the A descriptor")?;
     }
@@ -178,7 +195,7 @@ fn issue(
         race::wgmma_read(&mut ex.st, members, i, CHUNK as usize, loc, false).map_err(|m| (ErrorKind::DataRace, m))?;
     }
     let half = (args.n / 2) as usize;
-    let accumulators: Vec<usize> = inputs.iter().map(|s| s.c as usize).collect();
+    let accumulators: Vec<usize> = inputs.iter().map(|s| s.accumulators).collect();
     let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
     for (&m, &ptr) in members.iter().zip(&accumulators) {
         let shadow = state.shadows.entry((m, ptr)).or_insert_with(|| {
@@ -214,7 +231,7 @@ pub fn commit_group() {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, _, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, (), |ex, _, _, _: &mut [()]| {
         let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
         let group = std::mem::take(&mut state.uncommitted);
         state.groups.push_back(group);
@@ -232,9 +249,9 @@ pub fn wait_group(n: u32) {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let slot = Slot { a: n as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, slot, |ex, members, inputs, _| {
-        if inputs.iter().any(|s| s.a != n as u64) {
+    // In: the thread's count.
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, n, |ex, members, counts, _: &mut [()]| {
+        if counts.iter().any(|&c| c != n) {
             return Err((ErrorKind::Collective, "wgmma.wait_group counts differ within the warpgroup".into()));
         }
         while ex.st.units.get::<WarpgroupMmas>().warpgroups[wg as usize].groups.len() > n as usize {
