@@ -6,11 +6,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
-use crate::cta::{Abort, Cta};
+use crate::cta::Cta;
 use crate::faults::Site;
 use crate::memory::GlobalMemory;
 use crate::ops;
 use crate::report::{EmuError, ErrorKind};
+use crate::sched::Abort;
 
 /// Shared-window address where dynamic shared memory starts: sm_90/sm_100 reserve the
 /// first 1 KiB of each CTA's shared window for the system, so a kernel without static

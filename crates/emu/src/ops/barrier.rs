@@ -7,8 +7,9 @@
 //! detector records the happens-before edge: see `race.rs`).
 
 use super::exec;
-use crate::cta::{NAMED_BARRIERS, WARP, Wait};
+use crate::cta::{NAMED_BARRIERS, WARP};
 use crate::report::ErrorKind;
+use crate::sched::Wait;
 
 fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, loc_ex: super::Exec) -> super::Exec {
     let mut ex = loc_ex;

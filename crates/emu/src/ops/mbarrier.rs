@@ -9,8 +9,8 @@
 //! `fence.proxy.async`) before one of them arrives.
 
 use super::{Exec, exec};
-use crate::cta::Wait;
 use crate::report::{ErrorKind, Loc};
+use crate::sched::Wait;
 
 /// Largest tx-count magnitude (PTX ISA: the range is -(2^20 - 1) ..= 2^20 - 1).
 pub const TX_LIMIT: i64 = (1 << 20) - 1;

@@ -21,9 +21,10 @@ use std::collections::BTreeMap;
 use std::panic::Location;
 use std::sync::MutexGuard;
 
-use crate::cta::{Cta, CtaState, Scope, Wait};
+use crate::cta::{Cta, CtaState, Scope};
 use crate::faults::{Site, is_droppable};
 use crate::report::{EmuError, ErrorKind, Loc};
+use crate::sched::Wait;
 
 thread_local! {
     /// The CTA and thread index of the emulated thread running on this host thread.
@@ -177,7 +178,7 @@ impl Exec {
             }
         }
         for &m in &members {
-            if matches!(self.st.threads[m as usize], crate::cta::ThreadState::Exited) {
+            if matches!(self.st.threads[m as usize], crate::sched::ThreadState::Exited) {
                 self.fail(
                     ErrorKind::Collective,
                     format!("thread {m} of this {scope} has exited: the collective can never complete"),

@@ -40,9 +40,10 @@
 use std::ops::Range;
 
 use super::{Exec, exec, warp_members};
-use crate::cta::{Scope, WARP, Wait};
+use crate::cta::{Scope, WARP};
 use crate::model::tcgen05::{DescError, MMA_M, TMEM_COLUMNS, TMEM_LANES, decode_idesc, decode_smem_desc};
 use crate::report::ErrorKind;
+use crate::sched::Wait;
 use crate::units::tcgen05::{
     Allocation, Commit, Op, OpKind, PendingLd, Tcgen05Unit, Tmem, fire_commits, overlap, sfb_columns,
 };
