@@ -3,6 +3,11 @@
 //! One module per PTX family; each public function is one instruction form, named like
 //! the kernel's wrapper, and marked `#[track_caller]` so reports name the kernel line.
 //! Each runs with the CTA lock held by the calling thread (which holds the baton).
+//!
+//! This is the instructions layer: ops block through the scheduler (`crate::sched`),
+//! join collectives through [`Exec::collective`] with payloads typed per instruction, and
+//! issue asynchronous work to the units (`crate::units`), whose state they reach by type
+//! (`st.units.get_mut::<U>()`).
 
 pub mod barrier;
 pub mod bulk;
