@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::memory::{GlobalMemory, SharedMemory};
-use crate::ops::mbarrier::Mbarrier;
 use crate::report::{EmuError, Loc};
 use crate::sched::ThreadState;
 use crate::units::Units;
@@ -58,6 +57,83 @@ pub(crate) struct NamedBarrier {
     pub expected: u32,
     pub arrived: u32,
     pub generation: u64,
+}
+
+/// Largest tx-count magnitude (PTX ISA: the range is -(2^20 - 1) ..= 2^20 - 1).
+pub const TX_LIMIT: i64 = (1 << 20) - 1;
+
+/// The state of one mbarrier object (PTX ISA 9.7.13.15; the instructions on it are in
+/// `ops::mbarrier`).
+#[derive(Clone, Debug)]
+pub(crate) struct Mbarrier {
+    pub count: u32,
+    pub pending: u32,
+    pub tx: i64,
+    pub phase: u64,
+    pub initialised_by: u32,
+    pub init_fenced: bool,
+    pub init_loc: Loc,
+}
+
+impl Mbarrier {
+    /// Whether the phase with this parity has completed (what `try_wait.parity` asks).
+    pub fn phase_completed(&self, parity: u32) -> bool {
+        (self.phase & 1) as u32 != parity
+    }
+
+    fn maybe_complete(&mut self) {
+        if self.pending == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.pending = self.count;
+        }
+    }
+
+    /// One arrival (or `n` for a counted arrive).
+    pub fn arrive(&mut self, n: u32) -> Result<(), String> {
+        if n > self.pending {
+            return Err(format!(
+                "{n} arrival(s) on an mbarrier with only {} of its {} arrivals left in phase {} (more arrivals than the init count)",
+                self.pending, self.count, self.phase
+            ));
+        }
+        self.pending -= n;
+        self.maybe_complete();
+        Ok(())
+    }
+
+    pub fn expect_tx(&mut self, bytes: u32) -> Result<(), String> {
+        self.tx += bytes as i64;
+        if self.tx > TX_LIMIT {
+            return Err(format!("tx-count {} exceeds the mbarrier's limit {TX_LIMIT}", self.tx));
+        }
+        // A copy may have completed its bytes before they were expected.
+        self.maybe_complete();
+        Ok(())
+    }
+
+    /// A copy delivered `bytes` (may precede the matching expect_tx).
+    pub fn complete_tx(&mut self, bytes: u32) -> Result<(), String> {
+        self.tx -= bytes as i64;
+        if self.tx < -TX_LIMIT {
+            return Err(format!("tx-count {} is below the mbarrier's limit -{TX_LIMIT}", self.tx));
+        }
+        self.maybe_complete();
+        Ok(())
+    }
+
+    /// One line for deadlock reports: what the current phase still needs, with what the
+    /// asynchronous units still owe it (`in_flight`, one piece per unit).
+    pub fn describe(&self, in_flight: &[String]) -> String {
+        let owed = match in_flight {
+            [] => "nothing".to_string(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        format!(
+            "phase {}: {} of {} arrivals missing, tx-count {} with {owed} in flight",
+            self.phase, self.pending, self.count, self.tx
+        )
+    }
 }
 
 /// Named barriers per CTA.

@@ -42,9 +42,9 @@
 
 use std::collections::HashMap;
 
+use crate::cta::Mbarrier;
 use crate::cta::{CtaState, NAMED_BARRIERS};
 use crate::ops::Exec;
-use crate::ops::mbarrier::Mbarrier;
 use crate::report::{EmuError, ErrorKind, Loc};
 use crate::sched::{ThreadState, Wait};
 

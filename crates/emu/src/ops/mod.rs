@@ -5,7 +5,7 @@
 //! Each runs with the CTA lock held by the calling thread (which holds the baton).
 //!
 //! This is the instructions layer: ops block through the scheduler (`crate::sched`),
-//! join collectives through [`Exec::collective`] with payloads typed per instruction, and
+//! join collectives through `Exec::collective` with payloads typed per instruction, and
 //! issue asynchronous work to the units (`crate::units`), whose state they reach by type
 //! (`st.units.get_mut::<U>()`).
 
