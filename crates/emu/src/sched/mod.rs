@@ -43,6 +43,7 @@ pub(crate) enum Wait {
     Unit { unit: UnitId, arg: u32 },
 }
 
+/// Where a thread stands with the scheduler.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ThreadState {
     Runnable,
