@@ -9,13 +9,8 @@
 //! instructions (`ops/*`) through [`Units::get`] / [`Units::get_mut`] with the unit's type.
 //!
 //! Adding a unit: a new module with a state type that implements [`AsyncUnit`], and one
-//! line in [`UNITS`]. Registration order is the order of end-of-CTA checks and of the
+//! line `module::StateType` in the `register!` list below. Registration order is the order of end-of-CTA checks and of the
 //! pieces of an mbarrier's deadlock description.
-
-pub(crate) mod bulk;
-pub(crate) mod cp_async;
-pub(crate) mod tcgen05;
-pub(crate) mod wgmma;
 
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
@@ -80,13 +75,23 @@ pub(crate) trait AsyncUnit: Any + Send + Sized {
     }
 }
 
-/// The registered units, in registration order.
-static UNITS: &[&dyn Registered] = &[
-    &Registration::<wgmma::WarpgroupMmas>(PhantomData),
-    &Registration::<bulk::BulkCopies>(PhantomData),
-    &Registration::<cp_async::CpAsyncCopies>(PhantomData),
-    &Registration::<tcgen05::Tcgen05Unit>(PhantomData),
-];
+/// Declares each unit's module and registers its state type in [`UNITS`], in order.
+macro_rules! register {
+    ($($module:ident::$unit:ident),* $(,)?) => {
+        $(pub(crate) mod $module;)*
+        /// The registered units, in registration order.
+        static UNITS: &[&dyn Registered] = &[$(&Registration::<$module::$unit>(PhantomData)),*];
+    };
+}
+
+// One line per unit, `module::StateType`. The order is that of the end-of-CTA checks and of
+// the pieces of an mbarrier's deadlock description (bulk, cp.async, tcgen05).
+register! {
+    wgmma::WarpgroupMmas,
+    bulk::BulkCopies,
+    cp_async::CpAsyncCopies,
+    tcgen05::Tcgen05Unit,
+}
 
 /// [`AsyncUnit`] with its type erased, so that the registered units form one list.
 trait Registered: Sync {
