@@ -6,11 +6,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
-use crate::cta::{Abort, Cta};
+use crate::cta::Cta;
 use crate::faults::Site;
 use crate::memory::GlobalMemory;
 use crate::ops;
 use crate::report::{EmuError, ErrorKind};
+use crate::sched::Abort;
 
 /// Shared-window address where dynamic shared memory starts: sm_90/sm_100 reserve the
 /// first 1 KiB of each CTA's shared window for the system, so a kernel without static
@@ -265,21 +266,7 @@ fn run_cta(
         e.cta = ctaid;
         Err(e)
     };
-    if let Some(wg) = st.wgmma.iter().position(|w| w.in_flight()) {
-        return end_error(format!("warpgroup {wg} exited with wgmma operations never waited for"), ErrorKind::Wgmma);
-    }
-    if let Some(b) = st.bulk.front() {
-        return end_error(
-            format!(
-                "the CTA exited with a bulk copy into {:#x} never waited for (issued at {}:{})",
-                b.dst,
-                b.loc.file(),
-                b.loc.line()
-            ),
-            ErrorKind::Mbarrier,
-        );
-    }
-    if let Err(mut e) = ops::tcgen05::end_of_cta(&mut st) {
+    if let Err(mut e) = crate::units::end_of_cta(&mut st) {
         e.cta = ctaid;
         return Err(e);
     }

@@ -12,6 +12,30 @@
 //! random schedule (random preemption at instruction boundaries), reproducibly.
 //!
 //! The emulator knows PTX, not NVFP4: nothing here depends on the kernels' data format.
+//!
+//! # Layers
+//!
+//! The emulator is three layers over the per-CTA state of `cta.rs` (shared memory,
+//! barriers, mbarriers, collectives being assembled, one lock per CTA):
+//! - **the scheduler** (`sched/`): the baton that lets one thread of a CTA run at a time,
+//!   thread states and what blocked threads wait for, seeded schedules, deadlock detection
+//!   and reports. It knows no instruction and no asynchronous unit by name; it reaches the
+//!   units only through the generic functions of `units/`.
+//! - **the asynchronous units** (`units/`): one module per unit (cp.async copies, bulk
+//!   copies, wgmma, tcgen05), each a state type behind the `AsyncUnit` trait: its oldest
+//!   lazily observed work and how it completes, its part of a deadlock report, its
+//!   end-of-CTA checks, its hooks on thread synchronisation. The CTA holds one state per
+//!   registered unit; [`launch`] and the scheduler drive them all generically (the
+//!   globally oldest pending work completes first). A new unit is one new module and one
+//!   registration line.
+//! - **the instructions** ([`ops`]): the public functions the kernels' `ptx` layer calls,
+//!   one module per PTX family. They check the rules, join collectives (typed by what
+//!   each instruction's threads bring and receive), block through the scheduler and
+//!   issue work to the units.
+//!
+//! Beside them: `memory.rs` (global and shared memory), `race.rs` (the happens-before
+//! race detector), `faults.rs` (fault injection), `model/` (the hardware's data layouts and
+//! arithmetic, free of emulation state) and `report.rs` (errors).
 
 mod cta;
 pub mod faults;
@@ -22,6 +46,7 @@ pub mod ops;
 mod race;
 mod report;
 mod sched;
+mod units;
 
 pub use faults::Site;
 pub use launch::{

@@ -42,10 +42,11 @@
 
 use std::collections::HashMap;
 
-use crate::cta::{CtaState, NAMED_BARRIERS, ThreadState, Wait};
+use crate::cta::Mbarrier;
+use crate::cta::{CtaState, NAMED_BARRIERS};
 use crate::ops::Exec;
-use crate::ops::mbarrier::Mbarrier;
 use crate::report::{EmuError, ErrorKind, Loc};
+use crate::sched::{ThreadState, Wait};
 
 /// What kind of shared-memory access, for the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

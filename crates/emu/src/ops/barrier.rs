@@ -7,12 +7,13 @@
 //! detector records the happens-before edge: see `race.rs`).
 
 use super::exec;
-use crate::cta::{NAMED_BARRIERS, WARP, Wait};
+use crate::cta::{NAMED_BARRIERS, WARP};
 use crate::report::ErrorKind;
+use crate::sched::Wait;
 
 fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, loc_ex: super::Exec) -> super::Exec {
     let mut ex = loc_ex;
-    let r = ex.st.tcgen05.check_before_sync(ex.me);
+    let r = crate::units::check_before_sync(&ex.st, ex.me);
     ex = ex.check(r).0;
     let threads = ex.cta.threads();
     if id >= NAMED_BARRIERS {
@@ -60,7 +61,7 @@ fn arrive(instruction: &'static str, id: u32, count: Option<u32>, wait: bool, lo
     }
     if wait {
         let (me, loc) = (ex.me, ex.loc);
-        ex.st.tcgen05.synchronised(me, instruction, loc);
+        crate::units::synchronised(&mut ex.st, me, instruction, loc);
     }
     ex
 }

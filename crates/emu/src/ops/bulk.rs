@@ -6,32 +6,16 @@
 //! bytes delivered on an mbarrier. Under emulation the data lands only when no thread can
 //! run without it (the latest moment the rules allow); until then the destination bytes
 //! belong to the copy. A tensor copy always delivers the whole box: elements outside the
-//! tensor are filled, and they count toward the transaction bytes.
+//! tensor are filled, and they count toward the transaction bytes. The copies in flight
+//! and their completion are the bulk unit, `units::bulk`.
 
 use super::exec;
-use crate::cta::{Cta, CtaState};
 use crate::model::tensor_map::TensorMap;
-use crate::report::{EmuError, ErrorKind, Loc};
+use crate::report::ErrorKind;
+use crate::units::bulk::{BulkCopies, BulkCopy, Source};
 
 /// Bytes of the opaque tensor-map object (`CUtensorMap`).
 pub const TENSOR_MAP_BYTES: usize = 128;
-
-#[derive(Clone, Debug)]
-pub(crate) enum Source {
-    Linear { src: u64 },
-    Tensor { map: Box<TensorMap>, coords: Vec<i32> },
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct BulkCopy {
-    pub sequence: u64,
-    pub source: Source,
-    pub dst: u32,
-    pub bytes: u32,
-    pub mbarrier: u32,
-    pub thread: u32,
-    pub loc: Loc,
-}
 
 fn enqueue(mut ex: super::Exec, source: Source, dst: u32, bytes: u32, mbar: u32) {
     let (ex2, ()) = super::mbarrier::lookup(ex, mbar);
@@ -43,7 +27,15 @@ fn enqueue(mut ex: super::Exec, source: Source, dst: u32, bytes: u32, mbar: u32)
     let mut ex = ex.async_write_issue(i, bytes as usize, crate::race::Kind::Bulk);
     let sequence = ex.st.next_sequence();
     let (thread, loc) = (ex.me, ex.loc);
-    ex.st.bulk.push_back(BulkCopy { sequence, source, dst, bytes, mbarrier: mbar, thread, loc });
+    ex.st.units.get_mut::<BulkCopies>().queue.push_back(BulkCopy {
+        sequence,
+        source,
+        dst,
+        bytes,
+        mbarrier: mbar,
+        thread,
+        loc,
+    });
 }
 
 /// `cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];`
@@ -88,57 +80,4 @@ pub fn tensor_global_to_shared(dst: u32, tensor_map: u64, coords: &[i32], mbar: 
     }
     let bytes = map.box_bytes();
     enqueue(ex, Source::Tensor { map: Box::new(map), coords: coords.to_vec() }, dst, bytes, mbar);
-}
-
-/// Completes the oldest bulk copy: writes its data and signals its mbarrier.
-pub(crate) fn complete_front(cta: &Cta<'_>, st: &mut CtaState) -> Result<(), EmuError> {
-    let Some(copy) = st.bulk.pop_front() else { return Ok(()) };
-    let fail = |kind, m: String| EmuError::new(kind, "cp.async.bulk", m).at(copy.thread, copy.loc);
-    let base = st.smem.base;
-    match &copy.source {
-        Source::Linear { src } => {
-            let ptr = cta.global.resolve(*src, copy.bytes as usize).map_err(|m| fail(ErrorKind::OutOfBounds, m))?;
-            let i = (copy.dst - base) as usize;
-            // SAFETY: `resolve` checked the range.
-            let data = unsafe { std::slice::from_raw_parts(ptr, copy.bytes as usize) };
-            st.smem.bytes[i..i + data.len()].copy_from_slice(data);
-        }
-        Source::Tensor { map, coords } => {
-            let plan = map.box_plan(coords, copy.dst).map_err(|m| fail(ErrorKind::OutOfBounds, m))?;
-            let fill = map.fill_element().map_err(|m| fail(ErrorKind::Unsupported, m))?;
-            for run in plan {
-                let (i, len) = ((run.smem_addr - base) as usize, run.bytes);
-                let dst = &mut st.smem.bytes[i..i + len as usize];
-                match run.global_addr {
-                    Some(g) => {
-                        let ptr = cta.global.resolve(g, len as usize).map_err(|m| fail(ErrorKind::OutOfBounds, m))?;
-                        // SAFETY: `resolve` checked the range.
-                        dst.copy_from_slice(unsafe { std::slice::from_raw_parts(ptr, len as usize) });
-                    }
-                    None => dst.iter_mut().zip(fill.iter().cycle()).for_each(|(d, f)| *d = *f),
-                }
-            }
-        }
-    }
-    let i = (copy.dst - base) as usize;
-    st.smem.async_writers[i..i + copy.bytes as usize].iter_mut().for_each(|b| *b -= 1);
-    // The write is the issuing thread's, at completion; so is the `complete_tx` release.
-    let kind = crate::race::Kind::Bulk;
-    crate::race::async_write_complete(st, copy.thread, i, copy.bytes as usize, kind, "cp.async.bulk", copy.loc)?;
-    let m = st.mbarriers.get(&copy.mbarrier).ok_or_else(|| {
-        fail(ErrorKind::Mbarrier, format!("mbarrier {:#x} of a bulk copy no longer exists", copy.mbarrier))
-    })?;
-    if !m.init_fenced {
-        return Err(fail(
-            ErrorKind::Mbarrier,
-            format!(
-                "a bulk copy (async proxy) signals mbarrier {:#x}, whose init ({}:{}) was never fenced with fence.mbarrier_init or fence.proxy.async",
-                copy.mbarrier,
-                m.init_loc.file(),
-                m.init_loc.line()
-            ),
-        ));
-    }
-    crate::race::mbarrier_signal(st, copy.mbarrier, Some(copy.thread), |m| m.complete_tx(copy.bytes))
-        .map_err(|msg| fail(ErrorKind::Mbarrier, format!("mbarrier {:#x}: {msg}", copy.mbarrier)))
 }

@@ -9,46 +9,10 @@
 //! copy, and reading them is reported. cp.async writes through the generic proxy, so an
 //! async-proxy reader (wgmma) needs the issuing thread's `fence.proxy.async` first.
 
-use std::collections::VecDeque;
-
 use super::{Exec, exec};
-use crate::cta::{Cta, CtaState};
-use crate::memory::UnfencedWrite;
 use crate::race::Kind;
-use crate::report::{EmuError, ErrorKind, Loc};
-
-#[derive(Clone, Debug)]
-pub(crate) struct PendingCopy {
-    pub sequence: u64,
-    pub dst: u32,
-    pub src: u64,
-    pub size: u32,
-    pub src_size: u32,
-    pub loc: Loc,
-}
-
-/// An `mbarrier` arrival that fires once every copy up to `after` has completed.
-#[derive(Clone, Debug)]
-pub(crate) struct Trigger {
-    pub after: u64,
-    pub mbarrier: u32,
-    pub loc: Loc,
-}
-
-/// One thread's copies in flight.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ThreadCopies {
-    pub uncommitted: Vec<PendingCopy>,
-    pub groups: VecDeque<Vec<PendingCopy>>,
-    pub triggers: Vec<Trigger>,
-    pub last_issued: u64,
-}
-
-impl ThreadCopies {
-    fn oldest(&self) -> Option<&PendingCopy> {
-        self.groups.iter().flatten().next().or(self.uncommitted.first())
-    }
-}
+use crate::report::ErrorKind;
+use crate::units::cp_async::{CpAsyncCopies, PendingCopy, Trigger, complete_oldest, fire_triggers};
 
 /// `cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size};`
 #[track_caller]
@@ -75,7 +39,7 @@ pub fn copy(dst: u32, src: u64, size: u32, src_size: u32) {
     let mut ex = ex.async_write_issue(i, size as usize, Kind::CpAsync);
     let sequence = ex.st.next_sequence();
     let (me, loc) = (ex.me as usize, ex.loc);
-    let copies = &mut ex.st.copies[me];
+    let copies = &mut ex.st.units.get_mut::<CpAsyncCopies>().threads[me];
     copies.uncommitted.push(PendingCopy { sequence, dst, src, size, src_size, loc });
     copies.last_issued = sequence;
 }
@@ -88,7 +52,7 @@ pub fn commit_group() {
         return;
     }
     let me = ex.me as usize;
-    let copies = &mut ex.st.copies[me];
+    let copies = &mut ex.st.units.get_mut::<CpAsyncCopies>().threads[me];
     let group = std::mem::take(&mut copies.uncommitted);
     copies.groups.push_back(group);
 }
@@ -111,7 +75,7 @@ pub fn wait_all() {
         return;
     }
     let me = ex.me as usize;
-    let copies = &mut ex.st.copies[me];
+    let copies = &mut ex.st.units.get_mut::<CpAsyncCopies>().threads[me];
     let group = std::mem::take(&mut copies.uncommitted);
     copies.groups.push_back(group);
     wait(ex, 0);
@@ -119,14 +83,14 @@ pub fn wait_all() {
 
 fn wait(mut ex: Exec, keep: usize) {
     let me = ex.me;
-    while ex.st.copies[me as usize].groups.len() > keep {
-        while ex.st.copies[me as usize].groups.front().is_some_and(|g| !g.is_empty()) {
+    while ex.st.units.get::<CpAsyncCopies>().threads[me as usize].groups.len() > keep {
+        while ex.st.units.get::<CpAsyncCopies>().threads[me as usize].groups.front().is_some_and(|g| !g.is_empty()) {
             let (cta, st) = (ex.cta, &mut *ex.st);
             if let Err(e) = complete_oldest(cta, st, me) {
                 cta.abort(ex.st, e);
             }
         }
-        ex.st.copies[me as usize].groups.pop_front();
+        ex.st.units.get_mut::<CpAsyncCopies>().threads[me as usize].groups.pop_front();
     }
 }
 
@@ -151,76 +115,10 @@ pub fn mbarrier_arrive(mbar: u32, noinc: bool) {
         m.pending += 1;
     }
     let loc = ex.loc;
-    let copies = &mut ex.st.copies[me];
+    let copies = &mut ex.st.units.get_mut::<CpAsyncCopies>().threads[me];
     let after = copies.last_issued;
     copies.triggers.push(Trigger { after, mbarrier: mbar, loc });
-    let (cta, st) = (ex.cta, &mut *ex.st);
-    if let Err(e) = fire_triggers(cta, st, me as u32) {
-        cta.abort(ex.st, e);
-    }
-}
-
-/// The oldest copy some mbarrier arrival waits for: (its sequence, its thread).
-pub(crate) fn oldest_observed(st: &CtaState) -> Option<(u64, u32)> {
-    st.copies
-        .iter()
-        .enumerate()
-        .filter_map(|(t, c)| {
-            let first = c.triggers.first()?;
-            let oldest = c.oldest()?;
-            (oldest.sequence <= first.after).then_some((oldest.sequence, t as u32))
-        })
-        .min()
-}
-
-/// Completes thread `thread`'s oldest pending copy, then fires the arrivals it enables.
-pub(crate) fn complete_oldest(cta: &Cta<'_>, st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
-    let copies = &mut st.copies[thread as usize];
-    let copy = match copies.groups.iter_mut().find(|g| !g.is_empty()) {
-        Some(g) => g.remove(0),
-        None => copies.uncommitted.remove(0),
-    };
-    let i = (copy.dst - st.smem.base) as usize;
-    let n = copy.size as usize;
-    let fail = |m: String| EmuError::new(ErrorKind::OutOfBounds, "cp.async", m).at(thread, copy.loc);
-    if copy.src_size > 0 {
-        let ptr = cta.global.resolve(copy.src, copy.src_size as usize).map_err(fail)?;
-        // SAFETY: `resolve` checked the source range.
-        let src = unsafe { std::slice::from_raw_parts(ptr, copy.src_size as usize) };
-        st.smem.bytes[i..i + src.len()].copy_from_slice(src);
-    }
-    st.smem.bytes[i + copy.src_size as usize..i + n].fill(0);
-    st.smem.async_writers[i..i + n].iter_mut().for_each(|b| *b -= 1);
-    st.smem.unfenced_by[i..i + n].iter_mut().for_each(|b| *b = thread + 1);
-    st.smem.unfenced[thread as usize].push(UnfencedWrite { start: copy.dst, len: copy.size, loc: copy.loc });
-    crate::race::async_write_complete(st, thread, i, n, Kind::CpAsync, "cp.async", copy.loc)?;
-    fire_triggers(cta, st, thread)
-}
-
-fn fire_triggers(_cta: &Cta<'_>, st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
-    loop {
-        let copies = &st.copies[thread as usize];
-        let Some(first) = copies.triggers.first() else { return Ok(()) };
-        if copies.oldest().is_some_and(|c| c.sequence <= first.after) {
-            return Ok(());
-        }
-        let trigger = st.copies[thread as usize].triggers.remove(0);
-        if !st.mbarriers.contains_key(&trigger.mbarrier) {
-            return Err(EmuError::new(
-                ErrorKind::Mbarrier,
-                "cp.async.mbarrier.arrive",
-                format!("mbarrier {:#x} vanished", trigger.mbarrier),
-            ));
-        }
-        // The arrival is made on behalf of the issuing thread, releasing its accesses
-        // (its copies' writes included).
-        crate::race::mbarrier_signal(st, trigger.mbarrier, Some(thread), |m| m.arrive(1)).map_err(|msg| {
-            EmuError::new(
-                ErrorKind::Mbarrier,
-                "cp.async.mbarrier.arrive",
-                format!("mbarrier {:#x}: {msg}", trigger.mbarrier),
-            )
-            .at(thread, trigger.loc)
-        })?;
+    if let Err(e) = fire_triggers(&mut ex.st, me as u32) {
+        ex.cta.abort(ex.st, e);
     }
 }

@@ -8,93 +8,12 @@
 //! async-proxy operations, so the init must have been fenced (`fence.mbarrier_init` or
 //! `fence.proxy.async`) before one of them arrives.
 
-use std::collections::VecDeque;
-
-use super::bulk::BulkCopy;
-use super::cp_async::ThreadCopies;
 use super::{Exec, exec};
-use crate::cta::Wait;
-use crate::report::{ErrorKind, Loc};
+use crate::cta::Mbarrier;
+use crate::report::ErrorKind;
+use crate::sched::Wait;
 
-/// Largest tx-count magnitude (PTX ISA: the range is -(2^20 - 1) ..= 2^20 - 1).
-pub const TX_LIMIT: i64 = (1 << 20) - 1;
-
-/// The state of one mbarrier object.
-#[derive(Clone, Debug)]
-pub(crate) struct Mbarrier {
-    pub count: u32,
-    pub pending: u32,
-    pub tx: i64,
-    pub phase: u64,
-    pub initialised_by: u32,
-    pub init_fenced: bool,
-    pub init_loc: Loc,
-}
-
-impl Mbarrier {
-    /// Whether the phase with this parity has completed (what `try_wait.parity` asks).
-    pub fn phase_completed(&self, parity: u32) -> bool {
-        (self.phase & 1) as u32 != parity
-    }
-
-    fn maybe_complete(&mut self) {
-        if self.pending == 0 && self.tx == 0 {
-            self.phase += 1;
-            self.pending = self.count;
-        }
-    }
-
-    /// One arrival (or `n` for a counted arrive).
-    pub fn arrive(&mut self, n: u32) -> Result<(), String> {
-        if n > self.pending {
-            return Err(format!(
-                "{n} arrival(s) on an mbarrier with only {} of its {} arrivals left in phase {} (more arrivals than the init count)",
-                self.pending, self.count, self.phase
-            ));
-        }
-        self.pending -= n;
-        self.maybe_complete();
-        Ok(())
-    }
-
-    pub fn expect_tx(&mut self, bytes: u32) -> Result<(), String> {
-        self.tx += bytes as i64;
-        if self.tx > TX_LIMIT {
-            return Err(format!("tx-count {} exceeds the mbarrier's limit {TX_LIMIT}", self.tx));
-        }
-        // A copy may have completed its bytes before they were expected.
-        self.maybe_complete();
-        Ok(())
-    }
-
-    /// A copy delivered `bytes` (may precede the matching expect_tx).
-    pub fn complete_tx(&mut self, bytes: u32) -> Result<(), String> {
-        self.tx -= bytes as i64;
-        if self.tx < -TX_LIMIT {
-            return Err(format!("tx-count {} is below the mbarrier's limit -{TX_LIMIT}", self.tx));
-        }
-        self.maybe_complete();
-        Ok(())
-    }
-
-    /// One line for deadlock reports: what the current phase still needs.
-    pub fn describe(
-        &self,
-        addr: u32,
-        bulk: &VecDeque<BulkCopy>,
-        copies: &[ThreadCopies],
-        tcgen05_commits: usize,
-    ) -> String {
-        let in_flight: u64 = bulk.iter().filter(|b| b.mbarrier == addr).map(|b| b.bytes as u64).sum();
-        let cp_arrivals =
-            copies.iter().map(|c| c.triggers.iter().filter(|t| t.mbarrier == addr).count()).sum::<usize>();
-        format!(
-            "phase {}: {} of {} arrivals missing, tx-count {} with {} bytes of bulk copies, {} cp.async arrivals and {} \
-             tcgen05.commit arrivals in flight",
-            self.phase, self.pending, self.count, self.tx, in_flight, cp_arrivals, tcgen05_commits
-        )
-    }
-}
+pub use crate::cta::TX_LIMIT;
 
 /// The mbarrier at `addr`, or a failure naming the problem.
 pub(crate) fn lookup(ex: Exec, addr: u32) -> (Exec, ()) {
@@ -144,7 +63,7 @@ fn with_barrier(
     }
     let (mut ex, ()) = lookup(ex, addr);
     if arrives {
-        let r = ex.st.tcgen05.check_before_sync(ex.me);
+        let r = crate::units::check_before_sync(&ex.st, ex.me);
         ex = ex.check(r).0;
     }
     let me = ex.me;
@@ -198,7 +117,7 @@ pub fn try_wait_parity(addr: u32, parity: u32) -> bool {
     }
     acquire(&mut ex, addr);
     let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
-    ex.st.tcgen05.synchronised(me, instruction, loc);
+    crate::units::synchronised(&mut ex.st, me, instruction, loc);
     true
 }
 
@@ -215,7 +134,7 @@ pub fn test_wait_parity(addr: u32, parity: u32) -> bool {
     if ex.st.mbarriers[&addr].phase_completed(parity & 1) {
         acquire(&mut ex, addr);
         let (me, instruction, loc) = (ex.me, ex.instruction, ex.loc);
-        ex.st.tcgen05.synchronised(me, instruction, loc);
+        crate::units::synchronised(&mut ex.st, me, instruction, loc);
         return true;
     }
     let super::Exec { cta, me, st, instruction, loc } = ex;
@@ -230,5 +149,34 @@ fn acquire(ex: &mut Exec, addr: u32) {
     let phase = ex.st.mbarriers[&addr].phase;
     if let Some(race) = ex.st.race.as_deref_mut() {
         race.mbarrier_acquire(addr, phase, me);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cta::Mbarrier;
+
+    #[test]
+    fn describe_lists_what_each_unit_owes() {
+        let m = Mbarrier {
+            count: 2,
+            pending: 1,
+            tx: 64,
+            phase: 3,
+            initialised_by: 0,
+            init_fenced: true,
+            init_loc: std::panic::Location::caller(),
+        };
+        let owed =
+            ["64 bytes of bulk copies".to_string(), "1 cp.async arrivals".into(), "0 tcgen05.commit arrivals".into()];
+        assert_eq!(
+            m.describe(&owed),
+            "phase 3: 1 of 2 arrivals missing, tx-count 64 with 64 bytes of bulk copies, 1 cp.async arrivals and 0 \
+             tcgen05.commit arrivals in flight"
+        );
+        assert_eq!(
+            m.describe(&owed[..1]),
+            "phase 3: 1 of 2 arrivals missing, tx-count 64 with 64 bytes of bulk copies in flight"
+        );
     }
 }

@@ -3,6 +3,11 @@
 //! One module per PTX family; each public function is one instruction form, named like
 //! the kernel's wrapper, and marked `#[track_caller]` so reports name the kernel line.
 //! Each runs with the CTA lock held by the calling thread (which holds the baton).
+//!
+//! This is the instructions layer: ops block through the scheduler (`crate::sched`),
+//! join collectives through `Exec::collective` with payloads typed per instruction, and
+//! issue asynchronous work to the units (`crate::units`), whose state they reach by type
+//! (`st.units.get_mut::<U>()`).
 
 pub mod barrier;
 pub mod bulk;
@@ -21,9 +26,10 @@ use std::collections::BTreeMap;
 use std::panic::Location;
 use std::sync::MutexGuard;
 
-use crate::cta::{Cta, CtaState, Scope, Slot, Wait};
+use crate::cta::{Cta, CtaState, Scope};
 use crate::faults::{Site, is_droppable};
 use crate::report::{EmuError, ErrorKind, Loc};
+use crate::sched::Wait;
 
 thread_local! {
     /// The CTA and thread index of the emulated thread running on this host thread.
@@ -140,17 +146,23 @@ impl Exec {
         Exec { cta, me, st, instruction, loc }
     }
 
-    /// Joins the collective of `scope`: deposits this thread's `slot`, and when the last
-    /// member arrives runs `complete` over all slots (which fills the outputs). Returns
-    /// this thread's output. Members and operands are checked: every member must reach
-    /// the same instruction at the same source line.
-    pub fn collective(
+    /// Joins the collective of `scope`: deposits this thread's `input`, and when the last
+    /// member arrives runs `complete` over all inputs (in member order), which fills the
+    /// outputs (one per member, starting from `Out::default()`). Returns this thread's
+    /// output. Each instruction says what its collective carries with `In` and `Out`.
+    /// Members and operands are checked: every member must reach the same instruction at
+    /// the same source line (so all of them bring the same `In`).
+    pub fn collective<In, Out>(
         mut self,
         scope: Scope,
         members: Vec<u32>,
-        slot: Slot,
-        complete: impl FnOnce(&mut Exec, &[u32], &[Slot], &mut [u64]) -> Result<(), (ErrorKind, String)>,
-    ) -> (Exec, u64) {
+        input: In,
+        complete: impl FnOnce(&mut Exec, &[u32], &[In], &mut [Out]) -> Result<(), (ErrorKind, String)>,
+    ) -> (Exec, Out)
+    where
+        In: Clone + Send + 'static,
+        Out: Clone + Default + Send + 'static,
+    {
         let me = self.me;
         let (instruction, loc) = (self.instruction, self.loc);
         // Two groups of one warp whose member sets overlap must not be in different
@@ -171,7 +183,7 @@ impl Exec {
             }
         }
         for &m in &members {
-            if matches!(self.st.threads[m as usize], crate::cta::ThreadState::Exited) {
+            if matches!(self.st.threads[m as usize], crate::sched::ThreadState::Exited) {
                 self.fail(
                     ErrorKind::Collective,
                     format!("thread {m} of this {scope} has exited: the collective can never complete"),
@@ -184,15 +196,15 @@ impl Exec {
             members: Vec::new(),
             arrived: Vec::new(),
             count: 0,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Box::new(()),
+            outputs: Box::new(()),
             generation: 0,
         });
         if r.count == 0 {
             r.instruction = instruction;
             r.loc = loc;
             r.arrived = vec![false; members.len()];
-            r.inputs = vec![Slot::default(); members.len()];
+            r.inputs = Box::new(vec![None::<In>; members.len()]);
             // `outputs` keeps the previous round's results: a thread of that round may
             // not have read its result yet (this round cannot finish without it).
             r.members = members;
@@ -214,30 +226,38 @@ impl Exec {
             self.fail(ErrorKind::Collective, "thread arrived twice at the same collective".into());
         }
         r.arrived[pos] = true;
-        r.inputs[pos] = slot;
+        // Same instruction and line as the round's first arrival, hence the same `In`.
+        let inputs = r.inputs.downcast_mut::<Vec<Option<In>>>().expect("one instruction's inputs");
+        inputs[pos] = Some(input);
         r.count += 1;
         let generation = r.generation;
         if r.count == r.members.len() {
             let members = r.members.clone();
-            let inputs = r.inputs.clone();
+            let inputs: Vec<In> = std::mem::replace(&mut r.inputs, Box::new(()))
+                .downcast::<Vec<Option<In>>>()
+                .expect("one instruction's inputs")
+                .into_iter()
+                .map(|i| i.expect("every member arrived"))
+                .collect();
             // The members synchronise: each knows what all knew (before `complete`, which
             // may check shared-memory accesses made on the members' behalf).
             if let Some(race) = self.st.race.as_deref_mut() {
                 race.join_members(&members);
             }
-            let mut outputs = vec![0; members.len()];
+            let mut outputs = vec![Out::default(); members.len()];
             if let Err((kind, message)) = complete(&mut self, &members, &inputs, &mut outputs) {
                 self.fail(kind, message);
             }
             let r = self.st.rendezvous.get_mut(&scope).expect("rendezvous exists");
-            r.outputs = outputs;
+            r.outputs = Box::new(outputs);
             r.count = 0;
             r.arrived.iter_mut().for_each(|a| *a = false);
             r.generation += 1;
         } else {
             self = self.block(Wait::Collective { scope, generation });
         }
-        let out = self.st.rendezvous[&scope].outputs[pos];
+        let outputs = self.st.rendezvous[&scope].outputs.downcast_ref::<Vec<Out>>();
+        let out = outputs.expect("the round's outputs")[pos].clone();
         (self, out)
     }
 }
@@ -246,26 +266,4 @@ impl Exec {
 pub(crate) fn warp_members(cta: &Cta<'_>, warp: u32) -> Vec<u32> {
     let start = warp * crate::cta::WARP;
     (start..(start + crate::cta::WARP).min(cta.threads())).collect()
-}
-
-/// Completes the oldest piece of asynchronous work that only an mbarrier observes (a bulk
-/// copy, a cp.async before a `cp.async.mbarrier.arrive`, a tcgen05 op before a
-/// `tcgen05.commit`). Returns false when there is none (so the CTA is deadlocked).
-pub(crate) fn complete_one_lazy(cta: &Cta<'_>, st: &mut CtaState) -> Result<bool, EmuError> {
-    enum Unit {
-        Bulk,
-        CpAsync(u32),
-        Tcgen05(u32),
-    }
-    let candidates = [
-        st.bulk.front().map(|b| (b.sequence, Unit::Bulk)),
-        cp_async::oldest_observed(st).map(|(s, t)| (s, Unit::CpAsync(t))),
-        st.tcgen05.oldest_observed().map(|(s, t)| (s, Unit::Tcgen05(t))),
-    ];
-    match candidates.into_iter().flatten().min_by_key(|(s, _)| *s) {
-        None => Ok(false),
-        Some((_, Unit::Bulk)) => bulk::complete_front(cta, st).map(|_| true),
-        Some((_, Unit::CpAsync(thread))) => cp_async::complete_oldest(cta, st, thread).map(|_| true),
-        Some((_, Unit::Tcgen05(thread))) => tcgen05::complete_oldest(st, thread).map(|_| true),
-    }
 }

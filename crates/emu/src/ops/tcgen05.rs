@@ -6,7 +6,7 @@
 //! `#[track_caller]`). Tensor-memory addresses are 32-bit: lane in bits 31-16, column in
 //! bits 15-0. Shared-memory addresses are shared-window addresses (as `cvta.to.shared`).
 //!
-//! How the unit is emulated (all of its state is one [`Tcgen05Unit`] in the CTA):
+//! How the unit is emulated (all of its state is one `units::tcgen05::Tcgen05Unit` in the CTA):
 //! * **Tensor memory** (TMEM) is 128 lanes × 512 columns of 32-bit cells, created on the
 //!   first `alloc` and filled with [`TMEM_POISON`] (a NaN: real TMEM starts as garbage).
 //!   Every access must fall inside an allocation.
@@ -14,7 +14,7 @@
 //!   issuing thread and in issue order (so a thread's `cp` → `mma` order holds), and
 //!   executed — shared memory read, TMEM written — only when a `commit`'s mbarrier arrival
 //!   is needed: when no thread can run without it (the lazy completion of
-//!   [`super::complete_one_lazy`]), i.e. as late as the rules allow. While pending, the
+//!   `units::complete_one_lazy`), i.e. as late as the rules allow. While pending, the
 //!   shared bytes they read are claimed (a store into them is `InFlightRead`) and the TMEM
 //!   columns they read and write are owned (a `ld` of them, or another thread's `cp`/`mma`
 //!   touching them, is reported).
@@ -37,365 +37,23 @@
 //!   patterns of PTX ISA 9.7.16.6.4, enforced strictly (per thread, whatever the
 //!   synchronisation orders).
 
-use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use super::{Exec, exec, warp_members};
-use crate::cta::{CtaState, Scope, Slot, WARP, Wait};
-use crate::model::tcgen05::{
-    DescError, InstrDesc, MMA_M, ROW_BYTES, TMEM_COLUMNS, TMEM_LANES, decode_idesc, decode_smem_desc,
-    mma_block_scale_4x, scale_value,
+use crate::cta::{Scope, WARP};
+use crate::model::tcgen05::{DescError, MMA_M, TMEM_COLUMNS, TMEM_LANES, decode_idesc, decode_smem_desc};
+use crate::report::ErrorKind;
+use crate::sched::Wait;
+use crate::units::tcgen05::{
+    Allocation, Commit, Op, OpKind, PendingLd, Tcgen05Unit, Tmem, fire_commits, overlap, sfb_columns,
 };
-use crate::report::{EmuError, ErrorKind, Loc};
 
-/// What a never-written tensor-memory cell holds: a quiet NaN with a recognisable payload,
-/// so accumulating onto a fresh accumulator poisons the result.
-pub const TMEM_POISON: u32 = 0x7FDE_AD01;
+pub use crate::units::tcgen05::TMEM_POISON;
 /// What a `tcgen05.ld` destination register holds until the warp's `wait_ld`.
 pub const LD_POISON: u32 = 0x7FDE_AD02;
 
 const MMA: &str = "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X";
 const CP: &str = "tcgen05.cp.cta_group::1.32x128b.warpx4";
-
-/// Tensor memory: `cells[lane * 512 + column]`, and whether each cell was written since
-/// its allocation (a scale factor read from an unwritten cell is reported).
-struct Tmem {
-    cells: Vec<u32>,
-    written: Vec<bool>,
-}
-
-impl Tmem {
-    fn new() -> Tmem {
-        let n = (TMEM_LANES * TMEM_COLUMNS) as usize;
-        Tmem { cells: vec![TMEM_POISON; n], written: vec![false; n] }
-    }
-    fn at(lane: u32, column: u32) -> usize {
-        (lane * TMEM_COLUMNS + column) as usize
-    }
-    fn write(&mut self, lane: u32, column: u32, value: u32) {
-        let i = Tmem::at(lane, column);
-        self.cells[i] = value;
-        self.written[i] = true;
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Allocation {
-    columns: u32,
-    loc: Loc,
-}
-
-enum OpKind {
-    /// `cp.32x128b.warpx4`: the shared address of each of the 32 source rows (16 bytes).
-    Cp { rows: Vec<u32>, column: u32 },
-    Mma {
-        d: u32,
-        idesc: InstrDesc,
-        /// Shared addresses of the 16-byte chunks: row r's at `2r` and `2r + 1`.
-        a_chunks: Vec<u32>,
-        b_chunks: Vec<u32>,
-        sfa: u32,
-        sfb: u32,
-        accumulate: bool,
-    },
-}
-
-/// One issued `cp` or `mma`, not yet executed.
-struct Op {
-    sequence: u64,
-    kind: OpKind,
-    loc: Loc,
-}
-
-impl Op {
-    fn name(&self) -> &'static str {
-        match self.kind {
-            OpKind::Cp { .. } => "tcgen05.cp",
-            OpKind::Mma { .. } => "tcgen05.mma",
-        }
-    }
-    /// TMEM columns (all 128 lanes) it writes.
-    fn writes(&self) -> Range<u32> {
-        match self.kind {
-            OpKind::Cp { column, .. } => column..column + 4,
-            OpKind::Mma { d, idesc, .. } => d..d + idesc.n,
-        }
-    }
-    /// TMEM columns (all 128 lanes: the scale replicas, the accumulator) it reads.
-    fn reads(&self) -> Vec<Range<u32>> {
-        match self.kind {
-            OpKind::Cp { .. } => Vec::new(),
-            OpKind::Mma { d, idesc, sfa, sfb, accumulate, .. } => {
-                let mut r = vec![sfa..sfa + 4, sfb..sfb + sfb_columns(idesc.n)];
-                if accumulate {
-                    r.push(d..d + idesc.n);
-                }
-                r
-            }
-        }
-    }
-    /// The 16-byte shared chunks it reads.
-    fn smem_chunks(&self) -> impl Iterator<Item = u32> + '_ {
-        let (x, y): (&[u32], &[u32]) = match &self.kind {
-            OpKind::Cp { rows, .. } => (rows, &[]),
-            OpKind::Mma { a_chunks, b_chunks, .. } => (a_chunks, b_chunks),
-        };
-        x.iter().chain(y).copied()
-    }
-    fn at(&self) -> String {
-        format!("{} issued at {}:{}", self.name(), self.loc.file(), self.loc.line())
-    }
-}
-
-/// Columns of SFB one MMA reads: row n of B is column `n / 32`.
-fn sfb_columns(n: u32) -> u32 {
-    n.div_ceil(32)
-}
-
-/// A `commit`: one arrival on `mbarrier` once every op of the thread up to `after` is done.
-struct Commit {
-    after: u64,
-    mbarrier: u32,
-    loc: Loc,
-}
-
-/// An `ld` waiting for `wait_ld`: the registers and the values they will receive.
-struct PendingLd {
-    regs: usize,
-    values: Vec<u32>,
-}
-
-#[derive(Default)]
-struct ThreadUnit {
-    ops: VecDeque<Op>,
-    commits: VecDeque<Commit>,
-    last_issued: u64,
-    loads: Vec<PendingLd>,
-    /// A synchronisation this thread completed with no `fence::after_thread_sync` since.
-    synced: Option<(&'static str, Loc)>,
-    /// The first `ld` this thread issued with no `fence::before_thread_sync` since, and
-    /// the columns of all such `ld`s.
-    ld_unfenced: Option<(Loc, Vec<Range<u32>>)>,
-}
-
-/// The CTA's tcgen05 state: tensor memory, allocations, and each thread's async work.
-pub(crate) struct Tcgen05Unit {
-    tmem: Option<Box<Tmem>>,
-    /// By first column.
-    allocations: BTreeMap<u32, Allocation>,
-    relinquished: Option<Loc>,
-    threads: Vec<ThreadUnit>,
-}
-
-impl Tcgen05Unit {
-    pub fn new(threads: usize) -> Tcgen05Unit {
-        Tcgen05Unit {
-            tmem: None,
-            allocations: BTreeMap::new(),
-            relinquished: None,
-            threads: (0..threads).map(|_| ThreadUnit::default()).collect(),
-        }
-    }
-
-    /// Thread `thread` completed a synchronisation (`instruction` at `loc`): its next
-    /// tcgen05 operation needs a `fence::after_thread_sync` first.
-    pub fn synchronised(&mut self, thread: u32, instruction: &'static str, loc: Loc) {
-        self.threads[thread as usize].synced = Some((instruction, loc));
-    }
-
-    /// Whether thread `thread` may signal other threads now (an arrive or `bar.sync`): not
-    /// while a `tcgen05.ld` of it is unordered by `fence::before_thread_sync`.
-    pub fn check_before_sync(&self, thread: u32) -> Result<(), (ErrorKind, String)> {
-        match &self.threads[thread as usize].ld_unfenced {
-            Some((at, _)) => Err((
-                ErrorKind::Tcgen05,
-                format!(
-                    "this thread's tcgen05.ld at {}:{} is not ordered before this synchronisation: missing \
-                     tcgen05.fence::before_thread_sync between them",
-                    at.file(),
-                    at.line()
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether an allocation of `columns` would succeed now.
-    pub fn has_room(&self, columns: u32) -> bool {
-        self.first_fit(columns).is_some()
-    }
-
-    fn first_fit(&self, columns: u32) -> Option<u32> {
-        (0..TMEM_COLUMNS).step_by(columns.max(1) as usize).find(|&c| {
-            c + columns <= TMEM_COLUMNS && self.allocations.iter().all(|(&s, a)| c + columns <= s || s + a.columns <= c)
-        })
-    }
-
-    /// `commit` arrivals on `mbar` not yet made (for deadlock reports).
-    pub fn commit_arrivals(&self, mbar: u32) -> usize {
-        self.threads.iter().map(|t| t.commits.iter().filter(|c| c.mbarrier == mbar).count()).sum()
-    }
-
-    /// The oldest op some commit waits for: (its sequence, its thread).
-    pub fn oldest_observed(&self) -> Option<(u64, u32)> {
-        self.threads
-            .iter()
-            .enumerate()
-            .filter_map(|(t, q)| {
-                let c = q.commits.front()?;
-                let op = q.ops.front()?;
-                (op.sequence <= c.after).then_some((op.sequence, t as u32))
-            })
-            .min()
-    }
-
-    /// For deadlock reports: the threads holding tcgen05 ops that no commit follows (their
-    /// completion can never be observed).
-    pub fn uncommitted_summary(&self) -> Option<String> {
-        let lines: Vec<String> = self
-            .threads
-            .iter()
-            .enumerate()
-            .filter_map(|(t, q)| {
-                let committed = q.commits.back().map_or(0, |c| c.after);
-                let first = q.ops.iter().find(|o| o.sequence > committed)?;
-                let count = q.ops.iter().filter(|o| o.sequence > committed).count();
-                Some(format!("thread {t} holds {count} uncommitted tcgen05 op(s), the first the {}", first.at()))
-            })
-            .collect();
-        (!lines.is_empty()).then(|| lines.join("; "))
-    }
-
-    /// A description of the allocations, for reports.
-    pub fn allocations_summary(&self) -> String {
-        if self.allocations.is_empty() {
-            return "none".into();
-        }
-        let list: Vec<String> = self
-            .allocations
-            .iter()
-            .map(|(s, a)| format!("columns {s}..{} (at {}:{})", s + a.columns, a.loc.file(), a.loc.line()))
-            .collect();
-        list.join(", ")
-    }
-
-    /// Checks that columns `cols` lie inside one allocation.
-    fn check_allocated(&self, cols: Range<u32>, what: &str) -> Result<(), (ErrorKind, String)> {
-        let inside = self.allocations.range(..=cols.start).next_back().is_some_and(|(&s, a)| cols.end <= s + a.columns);
-        if inside {
-            return Ok(());
-        }
-        Err((
-            ErrorKind::Tcgen05,
-            format!(
-                "{what}: tensor-memory columns {}..{} are not inside one allocation (allocated: {})",
-                cols.start,
-                cols.end,
-                self.allocations_summary()
-            ),
-        ))
-    }
-
-    /// Why a `cp` by thread `me` into columns `cols` may not be issued now, if it may not.
-    /// The PTX pipelines (ISA 9.7.16.6) order a thread's `cp` before its later `mma`, but
-    /// neither `mma` → `cp` nor `cp` → `cp`: a pending op that reads or writes the columns
-    /// (of any thread) races with the copy.
-    fn cp_conflict(&self, me: u32, cols: &Range<u32>) -> Option<String> {
-        let (c0, c1) = (cols.start, cols.end);
-        let ops = || self.threads.iter().enumerate().flat_map(|(t, q)| q.ops.iter().map(move |o| (t as u32, o)));
-        if let Some((t, o)) = ops().find(|(_, o)| o.reads().iter().any(|r| overlap(r, cols))) {
-            return Some(if t == me {
-                format!(
-                    "overwrites tensor-memory columns {c0}..{c1} that this thread's pending {} still reads: the PTX \
-                     ordering rules order cp before a later mma of the same thread, not mma before a later cp (use \
-                     separate scale columns per pipeline stage, or wait for the mma's commit first)",
-                    o.at()
-                )
-            } else {
-                format!(
-                    "overwrites tensor-memory columns {c0}..{c1} that the pending {} by thread {t} still reads",
-                    o.at()
-                )
-            });
-        }
-        if let Some((t, o)) = ops().find(|(_, o)| overlap(&o.writes(), cols)) {
-            return Some(if t == me {
-                format!(
-                    "writes tensor-memory columns {c0}..{c1} that this thread's pending {} also writes: the PTX \
-                     ordering rules do not order {} before a later cp, so the final contents are undefined",
-                    o.at(),
-                    o.name()
-                )
-            } else {
-                format!(
-                    "writes tensor-memory columns {c0}..{c1} that the pending {} by thread {t} also writes (unordered)",
-                    o.at()
-                )
-            });
-        }
-        None
-    }
-
-    /// Why an `mma` by thread `me` into the accumulator at column `d` (`n` columns), with
-    /// scale factors in `scales`, may not be issued now, if it may not. Another thread's
-    /// pending op may not touch the accumulator or write the scales. Of this thread's own
-    /// pending ops, `cp`s are ordered before it, but an earlier `mma` only when it has the
-    /// same accumulator (address and shape: PTX ISA 9.7.16.6's pipeline "same N and
-    /// accumulator, shape and kind").
-    fn mma_conflict(&self, me: u32, d: u32, n: u32, scales: &[Range<u32>; 2]) -> Option<String> {
-        let d_cols = d..d + n;
-        for (t, q) in self.threads.iter().enumerate() {
-            for o in &q.ops {
-                let writes = o.writes();
-                let touches_d = overlap(&writes, &d_cols) || o.reads().iter().any(|r| overlap(r, &d_cols));
-                let writes_scales = scales.iter().any(|c| overlap(&writes, c));
-                if t as u32 != me {
-                    if touches_d || writes_scales {
-                        return Some(format!(
-                            "uses tensor memory that the pending {} by thread {t} also uses (columns of its accumulator \
-                             or scale factors): operations of different threads are not ordered",
-                            o.at()
-                        ));
-                    }
-                    continue;
-                }
-                let OpKind::Mma { d: od, idesc: oid, sfa, sfb, .. } = o.kind else { continue };
-                let same_accumulator = od == d && oid.n == n;
-                let unordered = if overlap(&writes, &d_cols) && !same_accumulator {
-                    Some(format!(
-                        "writes accumulator columns {od}..{} that overlap this mma's {}..{}",
-                        od + oid.n,
-                        d,
-                        d + n
-                    ))
-                } else if [sfa..sfa + 4, sfb..sfb + sfb_columns(oid.n)].iter().any(|r| overlap(r, &d_cols)) {
-                    Some("reads, as scale factors, columns this mma's accumulator overwrites".to_string())
-                } else if writes_scales && !same_accumulator {
-                    Some("writes columns this mma reads as scale factors".to_string())
-                } else {
-                    None
-                };
-                if let Some(what) = unordered {
-                    return Some(format!(
-                        "this thread's pending {} {what}: the PTX pipelines order mma before mma only for the same \
-                         accumulator (address and shape), so the two are unordered",
-                        o.at()
-                    ));
-                }
-            }
-        }
-        None
-    }
-
-    /// The pending op of any thread that `overlaps` (given the op) first, with its thread.
-    fn find_pending(&self, overlaps: impl Fn(&Op) -> bool) -> Option<(u32, &Op)> {
-        self.threads.iter().enumerate().find_map(|(t, q)| q.ops.iter().find(|o| overlaps(o)).map(|o| (t as u32, o)))
-    }
-}
-
-fn overlap(a: &Range<u32>, b: &Range<u32>) -> bool {
-    a.start < b.end && b.start < a.end
-}
 
 fn column_of(taddr: u32) -> u32 {
     taddr & 0xFFFF
@@ -416,7 +74,8 @@ fn full_warp(ex: Exec) -> (Exec, u32, Vec<u32>) {
     (ex, warp, members)
 }
 
-fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) -> Result<(), (ErrorKind, String)> {
+/// Fails unless `f` of every member's input equals the first member's.
+fn uniform<In>(members: &[u32], inputs: &[In], f: fn(&In) -> u32, what: &str) -> Result<(), (ErrorKind, String)> {
     match inputs.iter().position(|s| f(s) != f(&inputs[0])) {
         Some(i) => Err((
             ErrorKind::Collective,
@@ -432,7 +91,7 @@ fn uniform(members: &[u32], inputs: &[Slot], f: fn(&Slot) -> u64, what: &str) ->
 /// writer waits for).
 fn require_reads_released(ex: Exec, cols: &Range<u32>) -> Exec {
     let me = ex.me;
-    let unreleased = ex.st.tcgen05.threads.iter().enumerate().find_map(|(t, q)| {
+    let unreleased = ex.st.units.get::<Tcgen05Unit>().threads.iter().enumerate().find_map(|(t, q)| {
         let (at, ranges) = q.ld_unfenced.as_ref()?;
         (t as u32 != me && ranges.iter().any(|r| overlap(r, cols))).then_some((t, *at))
     });
@@ -454,7 +113,7 @@ fn require_reads_released(ex: Exec, cols: &Range<u32>) -> Exec {
 /// Fails unless the calling thread executed `fence::after_thread_sync` since its last
 /// synchronisation.
 fn require_fence_after(ex: Exec) -> Exec {
-    if let Some((instruction, at)) = ex.st.tcgen05.threads[ex.me as usize].synced {
+    if let Some((instruction, at)) = ex.st.units.get::<Tcgen05Unit>().threads[ex.me as usize].synced {
         let message = format!(
             "this thread completed `{instruction}` at {}:{} and then issues `{}` with no \
              tcgen05.fence::after_thread_sync in between: the tcgen05 operation is not ordered after the work the \
@@ -490,47 +149,48 @@ pub fn alloc(dst: u32, columns: u32) {
     let (ex, warp, members) = full_warp(ex);
     let r = ex.st.smem.index(dst, 4, 4).map(|_| ());
     let (mut ex, ()) = ex.check(r);
-    let slot = Slot { a: dst as u64, b: columns as u64, ..Slot::default() };
+    // In: (destination, column count); out: whether the columns were allocated.
+    let input = (dst, columns);
     loop {
-        let (ex2, done) =
-            ex.collective(Scope::Warp { warp, mask: u32::MAX }, members.clone(), slot, |ex, members, inputs, out| {
-                uniform(members, inputs, |s| s.a, "the destination address")?;
-                uniform(members, inputs, |s| s.b, "the column count")?;
-                if !columns.is_power_of_two() || !(32..=TMEM_COLUMNS).contains(&columns) {
-                    return Err((
-                        ErrorKind::Tcgen05,
-                        format!("tcgen05.alloc of {columns} columns: the count must be a power of two in 32..=512"),
-                    ));
-                }
-                let loc = ex.loc;
-                let unit = &mut ex.st.tcgen05;
-                if let Some(at) = unit.relinquished {
-                    return Err((
-                        ErrorKind::Tcgen05,
-                        format!(
-                            "tcgen05.alloc after this CTA's tcgen05.relinquish_alloc_permit at {}:{}",
-                            at.file(),
-                            at.line()
-                        ),
-                    ));
-                }
-                let Some(column) = unit.first_fit(columns) else {
-                    out.iter_mut().for_each(|o| *o = 0);
-                    return Ok(());
-                };
-                unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
-                unit.allocations.insert(column, Allocation { columns, loc });
-                store_address(&mut ex.st.smem, dst, column)?;
-                // A write on behalf of the whole warp (see `race::collective_write`).
-                let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
-                crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
-                out.iter_mut().for_each(|o| *o = 1);
-                Ok(())
-            });
-        if done == 1 {
+        let scope = Scope::Warp { warp, mask: u32::MAX };
+        let (ex2, done) = ex.collective(scope, members.clone(), input, |ex, members, inputs, out: &mut [bool]| {
+            uniform(members, inputs, |s| s.0, "the destination address")?;
+            uniform(members, inputs, |s| s.1, "the column count")?;
+            if !columns.is_power_of_two() || !(32..=TMEM_COLUMNS).contains(&columns) {
+                return Err((
+                    ErrorKind::Tcgen05,
+                    format!("tcgen05.alloc of {columns} columns: the count must be a power of two in 32..=512"),
+                ));
+            }
+            let loc = ex.loc;
+            let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
+            if let Some(at) = unit.relinquished {
+                return Err((
+                    ErrorKind::Tcgen05,
+                    format!(
+                        "tcgen05.alloc after this CTA's tcgen05.relinquish_alloc_permit at {}:{}",
+                        at.file(),
+                        at.line()
+                    ),
+                ));
+            }
+            let Some(column) = unit.first_fit(columns) else {
+                out.iter_mut().for_each(|o| *o = false);
+                return Ok(());
+            };
+            unit.tmem.get_or_insert_with(|| Box::new(Tmem::new()));
+            unit.allocations.insert(column, Allocation { columns, loc });
+            store_address(&mut ex.st.smem, dst, column)?;
+            // A write on behalf of the whole warp (see `race::collective_write`).
+            let (i, me) = ((dst - ex.st.smem.base) as usize, ex.me);
+            crate::race::collective_write(&mut ex.st, me, i, 4, loc).map_err(|m| (ErrorKind::DataRace, m))?;
+            out.iter_mut().for_each(|o| *o = true);
+            Ok(())
+        });
+        if done {
             return;
         }
-        ex = ex2.block(Wait::TmemAlloc { columns });
+        ex = ex2.block(Wait::Unit { unit: crate::units::id::<Tcgen05Unit>(), arg: columns });
     }
 }
 
@@ -564,11 +224,13 @@ pub fn dealloc(taddr: u32, columns: u32) {
     let ex = exec("tcgen05.dealloc.cta_group::1.sync.aligned.b32");
     let (ex, warp, members) = full_warp(ex);
     let ex = require_fence_after(ex);
-    let slot = Slot { a: taddr as u64, b: columns as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
-        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
-        uniform(members, inputs, |s| s.b, "the column count")?;
-        let unit = &mut ex.st.tcgen05;
+    // In: (tensor-memory address, column count).
+    let input = (taddr, columns);
+    let scope = Scope::Warp { warp, mask: u32::MAX };
+    let (ex, ()) = ex.collective(scope, members, input, |ex, members, inputs, _: &mut [()]| {
+        uniform(members, inputs, |s| s.0, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.1, "the column count")?;
+        let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
         let column = column_of(taddr);
         let matches = lane_of(taddr) == 0 && unit.allocations.get(&column).is_some_and(|a| a.columns == columns);
         if !matches {
@@ -614,9 +276,9 @@ pub fn dealloc(taddr: u32, columns: u32) {
 pub fn relinquish_alloc_permit() {
     let ex = exec("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned");
     let (ex, warp, members) = full_warp(ex);
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, _, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, (), |ex, _, _, _: &mut [()]| {
         let loc = ex.loc;
-        ex.st.tcgen05.relinquished.get_or_insert(loc);
+        ex.st.units.get_mut::<Tcgen05Unit>().relinquished.get_or_insert(loc);
         Ok(())
     });
     drop(ex);
@@ -677,7 +339,7 @@ fn claim_chunks(ex: Exec, chunks: &[u32], which: &str, desc: u64) -> Exec {
 fn enqueue(mut ex: Exec, kind: OpKind) {
     let sequence = ex.st.next_sequence();
     let (me, loc) = (ex.me as usize, ex.loc);
-    let q = &mut ex.st.tcgen05.threads[me];
+    let q = &mut ex.st.units.get_mut::<Tcgen05Unit>().threads[me];
     q.ops.push_back(Op { sequence, kind, loc });
     q.last_issued = sequence;
 }
@@ -699,13 +361,13 @@ pub fn cp_32x128b_warpx4(taddr: u32, src_desc: u64) {
     }
     let column = column_of(taddr);
     let cols = column..column + 4;
-    let r = ex.st.tcgen05.check_allocated(cols.clone(), "tcgen05.cp destination");
+    let r = ex.st.units.get::<Tcgen05Unit>().check_allocated(cols.clone(), "tcgen05.cp destination");
     let (ex, ()) = ex.check(r);
     let desc = decode_smem_desc(src_desc).map_err(|m| (ErrorKind::Tcgen05, format!("source: {m}")));
     let (ex, desc) = ex.check(desc);
     let rows: Result<Vec<u32>, _> = (0..32).map(|r| desc.cp_row(r)).collect();
     let (ex, rows) = ex.check(rows.map_err(|e| desc_error("source", src_desc, e)));
-    if let Some(message) = ex.st.tcgen05.cp_conflict(ex.me, &cols) {
+    if let Some(message) = ex.st.units.get::<Tcgen05Unit>().cp_conflict(ex.me, &cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
     let ex = require_reads_released(ex, &cols);
@@ -766,7 +428,7 @@ pub fn mma_mxf4nvf4_block_scale_4x(
     ];
     let mut ex = ex;
     for (cols, what) in &checks {
-        let r = ex.st.tcgen05.check_allocated(cols.clone(), what);
+        let r = ex.st.units.get::<Tcgen05Unit>().check_allocated(cols.clone(), what);
         ex = ex.check(r).0;
     }
     let chunks = |desc: u64, rows: u32, which: &str| -> Result<Vec<u32>, (ErrorKind, String)> {
@@ -784,7 +446,7 @@ pub fn mma_mxf4nvf4_block_scale_4x(
     let r = chunks(b_desc, id.n, "B");
     let (ex, b_chunks) = ex.check(r);
     let scale_cols = [checks[1].0.clone(), checks[2].0.clone()];
-    if let Some(message) = ex.st.tcgen05.mma_conflict(ex.me, dc, id.n, &scale_cols) {
+    if let Some(message) = ex.st.units.get::<Tcgen05Unit>().mma_conflict(ex.me, dc, id.n, &scale_cols) {
         ex.fail(ErrorKind::Tcgen05, message);
     }
     let ex = require_reads_released(ex, &d_cols);
@@ -804,184 +466,13 @@ pub fn commit(mbar: u32) {
     }
     let (mut ex, ()) = super::mbarrier::lookup(ex, mbar);
     let (me, loc) = (ex.me, ex.loc);
-    let q = &mut ex.st.tcgen05.threads[me as usize];
+    let q = &mut ex.st.units.get_mut::<Tcgen05Unit>().threads[me as usize];
     q.ld_unfenced = None;
     let after = q.last_issued;
     q.commits.push_back(Commit { after, mbarrier: mbar, loc });
     if let Err(e) = fire_commits(&mut ex.st, me) {
         ex.cta.abort(ex.st, e);
     }
-}
-
-/// Makes the arrivals of thread `thread`'s commits whose ops have all completed.
-fn fire_commits(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
-    loop {
-        let q = &mut st.tcgen05.threads[thread as usize];
-        let Some(first) = q.commits.front() else { return Ok(()) };
-        if q.ops.front().is_some_and(|o| o.sequence <= first.after) {
-            return Ok(());
-        }
-        let c = q.commits.pop_front().expect("present");
-        let fail = |m: String| {
-            EmuError::new(ErrorKind::Mbarrier, "tcgen05.commit", format!("mbarrier {:#x}: {m}", c.mbarrier))
-                .at(thread, c.loc)
-        };
-        let m = st.mbarriers.get(&c.mbarrier).ok_or_else(|| fail("no longer exists".into()))?;
-        // The arrival comes from the tensor core once its operations complete: an
-        // async-proxy operation on the mbarrier, like a bulk copy's complete_tx, so the
-        // init must have been published to the async proxy (reading of PTX 9.7.16.12.1 and
-        // 9.7.13.4: the strict one, as for bulk copies in `bulk::complete_front`).
-        if !m.init_fenced {
-            return Err(fail(format!(
-                "tcgen05.commit (an async-proxy arrival) signals this mbarrier, whose init ({}:{}) was never \
-                 fenced with fence.mbarrier_init or fence.proxy.async",
-                m.init_loc.file(),
-                m.init_loc.line()
-            )));
-        }
-        // The arrival releases the issuing thread's accesses, the completed reads included.
-        crate::race::mbarrier_signal(st, c.mbarrier, Some(thread), |m| m.arrive(1)).map_err(fail)?;
-    }
-}
-
-/// Executes thread `thread`'s oldest pending op, then makes the arrivals it enables.
-pub(crate) fn complete_oldest(st: &mut CtaState, thread: u32) -> Result<(), EmuError> {
-    let Some(op) = st.tcgen05.threads[thread as usize].ops.pop_front() else { return Ok(()) };
-    let result = execute(st, &op);
-    // The reads are remembered at the issuer's clock now, so the commit's arrival releases them.
-    for addr in op.smem_chunks() {
-        let i = (addr - st.smem.base) as usize;
-        crate::race::async_read(st, thread, i, 16, op.loc, true)
-            .map_err(|m| EmuError::new(ErrorKind::DataRace, op.name(), m).at(thread, op.loc))?;
-    }
-    let smem = &mut st.smem;
-    for addr in op.smem_chunks() {
-        let i = (addr - smem.base) as usize;
-        smem.async_readers[i..i + 16].iter_mut().for_each(|r| *r -= 1);
-    }
-    result.map_err(|(kind, m)| EmuError::new(kind, op.name(), m).at(thread, op.loc))?;
-    fire_commits(st, thread)
-}
-
-fn execute(st: &mut CtaState, op: &Op) -> Result<(), (ErrorKind, String)> {
-    let smem = &st.smem;
-    let chunk = |addr: u32| {
-        let i = (addr - smem.base) as usize;
-        &smem.bytes[i..i + 16]
-    };
-    let tmem = st.tcgen05.tmem.as_mut().expect("an op implies an allocation");
-    match &op.kind {
-        OpKind::Cp { rows, column } => {
-            for (r, &addr) in rows.iter().enumerate() {
-                let bytes = chunk(addr);
-                for q in 0..4 {
-                    for j in 0..4 {
-                        let word = u32::from_le_bytes(bytes[4 * j..4 * j + 4].try_into().expect("4 bytes"));
-                        tmem.write(r as u32 + 32 * q, column + j as u32, word);
-                    }
-                }
-            }
-            Ok(())
-        }
-        OpKind::Mma { d, idesc, a_chunks, b_chunks, sfa, sfb, accumulate } => {
-            let n = idesc.n as usize;
-            let gather =
-                |chunks: &[u32]| -> Vec<u8> { chunks.iter().flat_map(|&c| chunk(c).iter().copied()).collect() };
-            let (a, b) = (gather(a_chunks), gather(b_chunks));
-            debug_assert_eq!(a.len(), MMA_M * ROW_BYTES as usize);
-            let scales = |rows: usize, base: u32, which: &str| -> Result<Vec<f64>, (ErrorKind, String)> {
-                let mut out = Vec::with_capacity(rows * 4);
-                for r in 0..rows as u32 {
-                    let (lane, column) = (r % 32, base + r / 32);
-                    let first = Tmem::at(lane, column);
-                    for q in 0..4 {
-                        let i = Tmem::at(lane + 32 * q, column);
-                        if !tmem.written[i] {
-                            return Err((
-                                ErrorKind::Tcgen05,
-                                format!(
-                                    "the scale factors of {which} row {r} are read from lane {}, column {column}, which \
-                                     nothing wrote since its allocation (missing tcgen05.cp?)",
-                                    lane + 32 * q
-                                ),
-                            ));
-                        }
-                        if tmem.cells[i] != tmem.cells[first] {
-                            return Err((
-                                ErrorKind::Tcgen05,
-                                format!(
-                                    "the scale factors of {which} row {r} differ between their replicas: lane {lane} \
-                                     holds {:#010x}, lane {} holds {:#010x} (column {column}); with .scale_vec::4X the \
-                                     hardware may read any of the four lane quarters, so all must be equal \
-                                     (tcgen05.cp .32x128b.warpx4 writes all four)",
-                                    tmem.cells[first],
-                                    lane + 32 * q,
-                                    tmem.cells[i]
-                                ),
-                            ));
-                        }
-                    }
-                    for byte in tmem.cells[first].to_le_bytes() {
-                        out.push(scale_value(byte, idesc.scale).map_err(|m| {
-                            (ErrorKind::Tcgen05, format!("scale factor of {which} row {r} (column {column}): {m}"))
-                        })?);
-                    }
-                }
-                Ok(out)
-            };
-            let sa = scales(MMA_M, *sfa, "A")?;
-            let sb = scales(n, *sfb, "B")?;
-            let mut acc = vec![0f32; MMA_M * n];
-            if *accumulate {
-                for (m, row) in acc.chunks_exact_mut(n).enumerate() {
-                    let i = Tmem::at(m as u32, *d);
-                    row.iter_mut().zip(&tmem.cells[i..i + n]).for_each(|(v, &c)| *v = f32::from_bits(c));
-                }
-            }
-            let negate = idesc.negate_a != idesc.negate_b;
-            mma_block_scale_4x(n, &a, &b, &sa, &sb, negate, &mut acc, *accumulate)
-                .map_err(|m| (ErrorKind::Tcgen05, m))?;
-            for (m, row) in acc.chunks_exact(n).enumerate() {
-                let i = Tmem::at(m as u32, *d);
-                tmem.cells[i..i + n].iter_mut().zip(row).for_each(|(c, v)| *c = v.to_bits());
-                tmem.written[i..i + n].fill(true);
-            }
-            Ok(())
-        }
-    }
-}
-
-/// End-of-CTA checks, once every thread has exited: ops never committed are reported;
-/// committed ones complete (as the hardware would finish them); allocations still held
-/// are a leak.
-pub(crate) fn end_of_cta(st: &mut CtaState) -> Result<(), EmuError> {
-    for (t, q) in st.tcgen05.threads.iter().enumerate() {
-        let committed = q.commits.back().map_or(0, |c| c.after);
-        if let Some(op) = q.ops.iter().find(|o| o.sequence > committed) {
-            let message = format!(
-                "thread {t} exited with the {} never committed: no tcgen05.commit follows it, so nothing can \
-                 observe its completion",
-                op.at()
-            );
-            return Err(EmuError::new(ErrorKind::Tcgen05, "exit", message).at(t as u32, op.loc));
-        }
-    }
-    while let Some((_, t)) = st.tcgen05.oldest_observed() {
-        complete_oldest(st, t)?;
-    }
-    if let Some((&column, a)) = st.tcgen05.allocations.iter().next() {
-        let message = format!(
-            "the CTA exited holding tensor-memory columns {column}..{} allocated at {}:{}: every allocation must be \
-             freed with tcgen05.dealloc before exit",
-            column + a.columns,
-            a.loc.file(),
-            a.loc.line()
-        );
-        let mut e = EmuError::new(ErrorKind::Tcgen05, "exit", message);
-        e.location = Some(a.loc);
-        return Err(e);
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1003,10 +494,12 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
     let ex = exec("tcgen05.ld.sync.aligned.32x32b.b32");
     let (ex, warp, members) = full_warp(ex);
     let ex = require_fence_after(ex);
-    let slot = Slot { a: taddr as u64, b: n as u64, c: regs as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |ex, members, inputs, _| {
-        uniform(members, inputs, |s| s.a, "the tensor-memory address")?;
-        uniform(members, inputs, |s| s.b, "the register count")?;
+    // In: (tensor-memory address, register count, the thread's registers).
+    let input = (taddr, n, regs as usize);
+    let scope = Scope::Warp { warp, mask: u32::MAX };
+    let (ex, ()) = ex.collective(scope, members, input, |ex, members, inputs, _: &mut [()]| {
+        uniform(members, inputs, |s| s.0, "the tensor-memory address")?;
+        uniform(members, inputs, |s| s.1, "the register count")?;
         if !n.is_power_of_two() || n > 128 {
             return Err((ErrorKind::Tcgen05, format!("tcgen05.ld .32x32b.x{n}: the count must be 1, 2, 4, ..., 128")));
         }
@@ -1024,7 +517,7 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
             ));
         }
         let cols = column..column + n;
-        let unit = &mut ex.st.tcgen05;
+        let unit = &mut ex.st.units.get_mut::<Tcgen05Unit>();
         unit.check_allocated(cols.clone(), "tcgen05.ld")?;
         if let Some((t, op)) = unit.find_pending(|o| overlap(&o.writes(), &cols)) {
             return Err((
@@ -1040,13 +533,13 @@ pub unsafe fn ld_32x32b(taddr: u32, regs: *mut u32, n: u32) {
         }
         let loc = ex.loc;
         let tmem = unit.tmem.as_ref().expect("allocated");
-        for (i, (&m, s)) in members.iter().zip(inputs).enumerate() {
+        for (i, (&m, &(_, _, regs))) in members.iter().zip(inputs).enumerate() {
             let start = Tmem::at(lane + i as u32, column);
             let values = tmem.cells[start..start + n as usize].to_vec();
             // SAFETY: the caller of `ld_32x32b` guarantees `n` live registers at each pointer.
-            unsafe { std::slice::from_raw_parts_mut(s.c as *mut u32, n as usize) }.fill(LD_POISON);
+            unsafe { std::slice::from_raw_parts_mut(regs as *mut u32, n as usize) }.fill(LD_POISON);
             let q = &mut unit.threads[m as usize];
-            q.loads.push(PendingLd { regs: s.c as usize, values });
+            q.loads.push(PendingLd { regs, values });
             q.ld_unfenced.get_or_insert_with(|| (loc, Vec::new())).1.push(cols.clone());
         }
         Ok(())
@@ -1063,9 +556,9 @@ pub fn wait_ld() {
         return;
     }
     let (ex, warp, members) = full_warp(ex);
-    let (ex, _) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, Slot::default(), |ex, members, _, _| {
+    let (ex, ()) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, (), |ex, members, _, _: &mut [()]| {
         for &m in members {
-            let loads = std::mem::take(&mut ex.st.tcgen05.threads[m as usize].loads);
+            let loads = std::mem::take(&mut ex.st.units.get_mut::<Tcgen05Unit>().threads[m as usize].loads);
             // SAFETY (both loops): guaranteed live until this wait by the caller of `ld_32x32b`.
             for ld in &loads {
                 let regs = unsafe { std::slice::from_raw_parts(ld.regs as *const u32, ld.values.len()) };
@@ -1098,7 +591,7 @@ pub fn fence_before_thread_sync() {
         return;
     }
     let me = ex.me as usize;
-    ex.st.tcgen05.threads[me].ld_unfenced = None;
+    ex.st.units.get_mut::<Tcgen05Unit>().threads[me].ld_unfenced = None;
 }
 
 /// `tcgen05.fence::after_thread_sync;` — orders this thread's later tcgen05 operations
@@ -1110,5 +603,5 @@ pub fn fence_after_thread_sync() {
         return;
     }
     let me = ex.me as usize;
-    ex.st.tcgen05.threads[me].synced = None;
+    ex.st.units.get_mut::<Tcgen05Unit>().threads[me].synced = None;
 }

@@ -1,7 +1,7 @@
 //! Warp-level collectives (PTX ISA 9.7.13.x): `elect.sync`.
 
 use super::{exec, warp_members};
-use crate::cta::{Scope, Slot, WARP};
+use crate::cta::{Scope, WARP};
 use crate::report::ErrorKind;
 
 /// `elect.sync laneid|is_elected, membermask;`: every thread in `membermask` must execute
@@ -20,24 +20,25 @@ pub fn elect_sync(membermask: u32) -> (u32, bool) {
     }
     let members: Vec<u32> =
         warp_members(ex.cta, warp).into_iter().filter(|t| membermask & (1 << (t % WARP)) != 0).collect();
+    // In: the lane's membermask; out: the elected lane.
     let (ex, elected) = ex.collective(
         Scope::Warp { warp, mask: membermask },
         members,
-        Slot { a: membermask as u64, ..Slot::default() },
-        |_, members, inputs, out| {
-            if inputs.iter().any(|s| s.a != inputs[0].a) {
+        membermask,
+        |_, members, masks: &[u32], out: &mut [u32]| {
+            if masks.iter().any(|&m| m != masks[0]) {
                 return Err((
                     ErrorKind::Collective,
                     "elect.sync membermasks differ between the participating lanes".into(),
                 ));
             }
             let elected = members.iter().min().copied().unwrap_or(0) % WARP;
-            out.iter_mut().for_each(|o| *o = elected as u64);
+            out.iter_mut().for_each(|o| *o = elected);
             Ok(())
         },
     );
     drop(ex);
-    (elected as u32, elected as u32 == lane)
+    (elected, elected == lane)
 }
 
 /// `shfl.sync.idx.b32 d, a, src_lane, clamp, membermask;` for a full warp (membermask
@@ -53,14 +54,15 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
             format!("shfl.sync with a full membermask in a partial warp of {} threads", members.len()),
         );
     }
-    let slot = Slot { a: value as u64, b: src_lane as u64, ..Slot::default() };
-    let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, slot, |_, _, inputs, out| {
-        for (o, input) in out.iter_mut().zip(inputs) {
+    // In: (the lane's value, the lane it reads from); out: the value it receives.
+    let input = (value, src_lane);
+    let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, input, |_, _, inputs, out| {
+        for (o, &(_, src)) in out.iter_mut().zip(inputs) {
             // The source lane wraps within the warp (clamp 0x1f).
-            *o = inputs[(input.b % WARP as u64) as usize].a;
+            *o = inputs[(src % WARP) as usize].0;
         }
         Ok(())
     });
     drop(ex);
-    out as u32
+    out
 }

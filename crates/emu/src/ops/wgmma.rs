@@ -10,13 +10,12 @@
 //! (checked at every store); and every shared byte it reads must have been fenced for
 //! the async proxy by the thread that wrote it.
 
-use std::collections::{HashMap, VecDeque};
-
 use super::exec;
-use crate::cta::{Scope, Slot, WARPGROUP};
+use crate::cta::{Scope, WARPGROUP};
 use crate::model::wgmma::{a_frag_coord, acc_coord, decode_desc, mma_f16_f32, valid_n};
 use crate::race;
 use crate::report::{ErrorKind, Loc};
+use crate::units::wgmma::{MmaOp, OperandA, Shadow, WarpgroupMmas};
 
 /// The bits an in-flight accumulator register holds: a quiet NaN with a recognisable
 /// payload, so early reads poison the results and late writes are detected.
@@ -28,48 +27,6 @@ const M: u32 = 64;
 const K_BYTES: u32 = 32;
 /// Bytes the tensor core reads as one unit (a swizzle chunk / core-matrix row).
 const CHUNK: u32 = 16;
-
-enum OperandA {
-    /// Chunk addresses, row-major: row r, chunk c at `r * 2 + c`.
-    Smem(Vec<u32>),
-    /// Per member thread: the address of its four A-fragment registers, and their value
-    /// when issued (they must not change before completion).
-    Registers(Vec<(usize, [u32; 4])>),
-}
-
-pub(crate) struct MmaOp {
-    n: u32,
-    a: OperandA,
-    b_chunks: Vec<u32>,
-    accumulate: bool,
-    negate_a: bool,
-    negate_b: bool,
-    members: Vec<u32>,
-    accumulators: Vec<usize>,
-    loc: Loc,
-}
-
-struct Shadow {
-    values: Vec<f32>,
-    in_flight: u32,
-}
-
-/// One warpgroup's wgmma state.
-#[derive(Default)]
-pub(crate) struct WarpgroupMma {
-    uncommitted: Vec<MmaOp>,
-    groups: VecDeque<Vec<MmaOp>>,
-    /// The accumulators' true values while operations on them are in flight, by
-    /// (thread, register-array address).
-    shadows: HashMap<(u32, usize), Shadow>,
-}
-
-impl WarpgroupMma {
-    /// Whether any operation is still issued but not waited for.
-    pub fn in_flight(&self) -> bool {
-        !self.uncommitted.is_empty() || self.groups.iter().any(|g| !g.is_empty())
-    }
-}
 
 fn members(ex: &super::Exec) -> Result<(u32, Vec<u32>), (ErrorKind, String)> {
     let warpgroup = ex.me / WARPGROUP;
@@ -94,8 +51,8 @@ pub fn fence() {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, members, _, _| {
-        members.iter().for_each(|&m| ex.st.wgmma_fenced[m as usize] = true);
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, (), |ex, members, _, _: &mut [()]| {
+        members.iter().for_each(|&m| ex.st.units.get_mut::<WarpgroupMmas>().fenced[m as usize] = true);
         Ok(())
     });
     drop(ex);
@@ -132,26 +89,35 @@ pub unsafe fn mma_async(args: MmaArgs) {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let flags = args.n as u64
-        | (args.accumulate as u64) << 16
-        | (args.negate_a as u64) << 17
-        | (args.negate_b as u64) << 18
-        | (args.a_in_registers as u64) << 19;
-    let slot = Slot { a: args.a, b: args.desc_b, c: args.accumulators as u64, d: flags };
-    let (ex, _) = ex
-        .collective(Scope::Warpgroup(wg), members, slot, |ex, members, inputs, _| issue(ex, wg, members, inputs, args));
+    let shape = (args.n, args.accumulate, args.negate_a, args.negate_b, args.a_in_registers);
+    let operands = MmaOperands { a: args.a, desc_b: args.desc_b, accumulators: args.accumulators as usize, shape };
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, operands, |ex, members, inputs, _: &mut [()]| {
+        issue(ex, wg, members, inputs, args)
+    });
     drop(ex);
+}
+
+/// What one thread brings to the `mma_async` collective.
+#[derive(Clone, Copy, Debug)]
+struct MmaOperands {
+    /// The A descriptor (SS) or the address of the thread's A registers (RS).
+    a: u64,
+    desc_b: u64,
+    /// The address of the thread's accumulator registers.
+    accumulators: usize,
+    /// N, scale-d, negate-A, negate-B and the RS form: uniform in the warpgroup.
+    shape: (u32, bool, bool, bool, bool),
 }
 
 fn issue(
     ex: &mut super::Exec,
     wg: u32,
     members: &[u32],
-    inputs: &[Slot],
+    inputs: &[MmaOperands],
     args: MmaArgs,
 ) -> Result<(), (ErrorKind, String)> {
     let first = inputs[0];
-    let uniform = |f: fn(&Slot) -> u64, what: &str| -> Result<(), (ErrorKind, String)> {
+    let uniform = |f: fn(&MmaOperands) -> u64, what: &str| -> Result<(), (ErrorKind, String)> {
         match inputs.iter().position(|s| f(s) != f(&first)) {
             Some(i) => Err((
                 ErrorKind::Collective,
@@ -163,12 +129,20 @@ fn issue(
             None => Ok(()),
         }
     };
-    uniform(|s| s.b, "the B descriptor")?;
-    uniform(|s| s.d, "the shape / scale-d / negate operands")?;
+    uniform(|s| s.desc_b, "the B descriptor")?;
+    if let Some(i) = inputs.iter().position(|s| s.shape != first.shape) {
+        return Err((
+            ErrorKind::Collective,
+            format!(
+                "the shape / scale-d / negate operands differs between threads {} and {} of the warpgroup: it must be uniform",
+                members[0], members[i]
+            ),
+        ));
+    }
     if !args.a_in_registers {
         uniform(|s| s.a, "the A descriptor")?;
     }
-    if let Some(&m) = members.iter().find(|&&m| !ex.st.wgmma_fenced[m as usize]) {
+    if let Some(&m) = members.iter().find(|&&m| !ex.st.units.get::<WarpgroupMmas>().fenced[m as usize]) {
         return Err((
             ErrorKind::Wgmma,
             format!("thread {m} issues wgmma.mma_async without a wgmma.fence since its registers were last accessible"),
@@ -221,8 +195,8 @@ fn issue(
         race::wgmma_read(&mut ex.st, members, i, CHUNK as usize, loc, false).map_err(|m| (ErrorKind::DataRace, m))?;
     }
     let half = (args.n / 2) as usize;
-    let accumulators: Vec<usize> = inputs.iter().map(|s| s.c as usize).collect();
-    let state = &mut ex.st.wgmma[wg as usize];
+    let accumulators: Vec<usize> = inputs.iter().map(|s| s.accumulators).collect();
+    let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
     for (&m, &ptr) in members.iter().zip(&accumulators) {
         let shadow = state.shadows.entry((m, ptr)).or_insert_with(|| {
             // SAFETY: the caller guarantees `n / 2` live f32 registers at `ptr`.
@@ -257,8 +231,8 @@ pub fn commit_group() {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, Slot::default(), |ex, _, _, _| {
-        let state = &mut ex.st.wgmma[wg as usize];
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, (), |ex, _, _, _: &mut [()]| {
+        let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
         let group = std::mem::take(&mut state.uncommitted);
         state.groups.push_back(group);
         Ok(())
@@ -275,18 +249,19 @@ pub fn wait_group(n: u32) {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let slot = Slot { a: n as u64, ..Slot::default() };
-    let (ex, _) = ex.collective(Scope::Warpgroup(wg), members, slot, |ex, members, inputs, _| {
-        if inputs.iter().any(|s| s.a != n as u64) {
+    // In: the thread's count.
+    let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, n, |ex, members, counts, _: &mut [()]| {
+        if counts.iter().any(|&c| c != n) {
             return Err((ErrorKind::Collective, "wgmma.wait_group counts differ within the warpgroup".into()));
         }
-        while ex.st.wgmma[wg as usize].groups.len() > n as usize {
-            let group = ex.st.wgmma[wg as usize].groups.pop_front().unwrap_or_default();
+        while ex.st.units.get::<WarpgroupMmas>().warpgroups[wg as usize].groups.len() > n as usize {
+            let group =
+                ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize].groups.pop_front().unwrap_or_default();
             for op in group {
                 complete(ex, wg, op)?;
             }
         }
-        members.iter().for_each(|&m| ex.st.wgmma_fenced[m as usize] = false);
+        members.iter().for_each(|&m| ex.st.units.get_mut::<WarpgroupMmas>().fenced[m as usize] = false);
         Ok(())
     });
     drop(ex);
@@ -350,7 +325,7 @@ fn complete(ex: &mut super::Exec, wg: u32, op: MmaOp) -> Result<(), (ErrorKind, 
         let (row, part) = (c / 2, c % 2);
         b[row * k + part * 8..row * k + part * 8 + 8].copy_from_slice(&read_chunk(ex, addr, &op)?);
     }
-    let state = &mut ex.st.wgmma[wg as usize];
+    let state = &mut ex.st.units.get_mut::<WarpgroupMmas>().warpgroups[wg as usize];
     let mut d = vec![0f32; M as usize * n];
     for (t, (&m, &ptr)) in op.members.iter().zip(&op.accumulators).enumerate() {
         let shadow = &state.shadows[&(m, ptr)];

@@ -1,6 +1,6 @@
 //! Seeded schedules: with `Options::seed`, a CTA's baton moves at random.
 //!
-//! Without a seed the scheduler is the plain round robin of `cta.rs`: a thread keeps the
+//! Without a seed the scheduler is the plain round robin of `baton.rs`: a thread keeps the
 //! baton until it blocks or exits, and the next runnable thread after it takes over;
 //! every run is the same. With a seed, each CTA gets its own small deterministic PRNG
 //! (splitmix64 of the seed and the CTA's linear index), which
@@ -15,7 +15,8 @@
 
 use std::sync::MutexGuard;
 
-use crate::cta::{Cta, CtaState, ThreadState};
+use super::ThreadState;
+use crate::cta::{Cta, CtaState};
 use crate::race::Race;
 
 /// One CTA's scheduling randomness (none without a seed).
@@ -88,7 +89,7 @@ impl Cta<'_> {
         let start = st.sched.start(me, n);
         let next = (0..n).map(|i| (start + i) % n).filter(|&t| t != me).find(|&t| match &st.threads[t as usize] {
             ThreadState::Runnable => true,
-            ThreadState::Blocked { wait, .. } => crate::cta::satisfied(&st, wait),
+            ThreadState::Blocked { wait, .. } => super::satisfied(&st, wait),
             ThreadState::Exited => false,
         });
         let Some(next) = next else { return st };
