@@ -682,6 +682,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
     for &shape in &opts.shapes {
         eprintln!("bench: {shape}: inputs and the exact CPU reference");
         notes.extend(bandwidth_floor_note(shape, &limits));
+        crate::generate::check_host_memory(shape, false)?;
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
         {

@@ -186,7 +186,11 @@ fn describe_inputs(args: &RunArgs) -> String {
 fn run(args: &RunArgs) -> Result<i32> {
     let problem = match &args.inputs {
         Some(path) => io::load_inputs(path)?,
-        None => generate(parse_shape(&args.shape)?, args.dist, args.seed),
+        None => {
+            let shape = parse_shape(&args.shape)?;
+            crate::generate::check_host_memory(shape, args.emulate)?;
+            generate(shape, args.dist, args.seed)
+        }
     };
     let shape = problem.shape;
     let (report, c) = if args.emulate {

@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 1 = the kernel produced a wrong result (or a selftest case failed),
 //! 2 = the input was refused (shape, file, arguments), 3 = this machine cannot do it
-//! (no CUDA driver, no GPU, a kernel the GPU cannot run, not enough GPU memory).
+//! (no CUDA driver, no GPU, a kernel the GPU cannot run, not enough GPU or host memory).
 
 use nvfp4::ShapeError;
 
@@ -48,6 +48,12 @@ pub enum Error {
     )]
     OutOfMemory { shape: nvfp4::Shape, what: String, needed_mib: f64, free_mib: f64, total_mib: f64 },
 
+    #[error(
+        "shape {shape} needs {needed_mib:.1} MiB of host memory ({what}), but only {available_mib:.1} MiB \
+         are available; try a smaller shape or fewer batches"
+    )]
+    HostOutOfMemory { shape: nvfp4::Shape, what: String, needed_mib: f64, available_mib: f64 },
+
     #[error("{0}")]
     Usage(String),
 
@@ -71,6 +77,7 @@ impl Error {
             | Error::NoGpu(_)
             | Error::Unsupported { .. }
             | Error::OutOfMemory { .. }
+            | Error::HostOutOfMemory { .. }
             | Error::Cuda { .. } => 3,
         }
     }

@@ -113,6 +113,54 @@ impl FromStr for Distribution {
 }
 
 /// Draws a problem of `shape`: `a`, `b` uniform bytes, scales as `dist` says, blocked.
+/// Host bytes a run of `shape` holds at once, and what they are: the inputs, the exact
+/// reference, the kernel's output and its poison pattern, and under emulation the emulated
+/// device's copies of all of them (plus the largest kernel workspace).
+pub fn host_bytes_needed(shape: Shape, emulated: bool) -> (u64, String) {
+    let inputs = shape.a_bytes() + shape.b_bytes() + shape.sfa_bytes() + shape.sfb_bytes();
+    let outputs = 3 * shape.c_bytes();
+    let device = if emulated {
+        let workspace = crate::Kernel::ALL.iter().map(|k| k.workspace_bytes(shape)).max().unwrap_or(0);
+        inputs + shape.c_bytes() + workspace
+    } else {
+        0
+    };
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let mut what = format!("{:.1} MiB of inputs, {:.1} MiB of outputs", mib(inputs), mib(outputs));
+    if emulated {
+        what += &format!(", {:.1} MiB of emulated device memory", mib(device));
+    }
+    (inputs + outputs + device, what)
+}
+
+/// The host memory available to this process now (`MemAvailable` of /proc/meminfo), or
+/// `None` where the system does not say.
+pub fn available_host_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Refuses, before anything is allocated, a shape whose run would not fit in host memory
+/// (instead of an allocation abort or the out-of-memory killer).
+pub fn check_host_memory(shape: Shape, emulated: bool) -> crate::Result<()> {
+    let (needed, what) = host_bytes_needed(shape, emulated);
+    let Some(available) = available_host_bytes() else { return Ok(()) };
+    if needed > available {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        return Err(crate::Error::HostOutOfMemory {
+            shape,
+            what,
+            needed_mib: mib(needed),
+            available_mib: mib(available),
+        });
+    }
+    Ok(())
+}
+
+/// Draws a problem. It allocates the inputs (see [`host_bytes_needed`]); callers that take
+/// shapes from users check them first with [`check_host_memory`].
 pub fn generate(shape: Shape, dist: Distribution, seed: u64) -> Problem {
     let sf_cols = shape.sf_cols();
     // Byte counts of a validated shape fit in memory sizes (the host is 64-bit).

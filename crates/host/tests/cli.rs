@@ -60,6 +60,19 @@ fn conflicting_options_are_refused() {
     assert!(stderr(&o).contains("possible values: auto, naive, sm90, sm90v2, sm100"), "{}", stderr(&o));
 }
 
+/// A shape that cannot fit in host memory is refused before anything is allocated (it
+/// used to abort with an allocation failure, or meet the out-of-memory killer).
+#[test]
+fn a_shape_too_large_for_host_memory_is_refused_before_allocating() {
+    for args in [&["--shape", "128x7168x16384x100000"][..], &["--shape", "128x7168x16384x100000", "--emulate"]] {
+        let o = host(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("MiB of host memory") && err.contains("MiB are available"), "{args:?}: {err}");
+        assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    }
+}
+
 #[test]
 fn bad_input_files_are_refused_with_a_reason() {
     let o = host(&["--inputs", "/nonexistent/in.safetensors", "--emulate"]);
