@@ -6,78 +6,16 @@
 //! Kernels record the line of the instruction that must be blamed with [`Line::next`]
 //! just before it, so the tests do not depend on line numbers.
 
-use std::panic::Location;
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use emu::model::tensor_map::{OobFill, TmaSwizzle};
 use emu::ops::{barrier, bulk, cp_async, fence, mbarrier, memory, special, warp, wgmma};
-use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig, TensorMap};
+use emu::{ErrorKind, GlobalMemory, LaunchConfig, TensorMap};
+
+mod common;
+use common::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// A launch of one CTA of `threads` threads (x only) with `smem` bytes of dynamic shared memory.
-fn one_cta(threads: u32, smem: u32) -> LaunchConfig {
-    LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_smem: smem }
-}
-
-/// Launches one CTA and returns its report; fails the test if the launch succeeds.
-#[track_caller]
-fn report(gm: &GlobalMemory, threads: u32, smem: u32, kernel: impl Fn() + Sync) -> EmuError {
-    report_of(gm, one_cta(threads, smem), kernel)
-}
-
-#[track_caller]
-fn report_of(gm: &GlobalMemory, config: LaunchConfig, kernel: impl Fn() + Sync) -> EmuError {
-    match emu::launch(gm, config, kernel) {
-        Ok(stats) => panic!("the launch succeeded ({stats:?}), but a report was expected"),
-        Err(e) => e,
-    }
-}
-
-/// Asserts the report's kind and that its message contains every one of `needles`.
-#[track_caller]
-fn expect(e: &EmuError, kind: ErrorKind, needles: &[&str]) {
-    assert_eq!(e.kind, kind, "wrong kind of report: {e}");
-    for needle in needles {
-        assert!(e.message.contains(needle), "the message lacks {needle:?}: {e}");
-    }
-}
-
-/// The source line of the instruction a report must blame, recorded by the kernel.
-#[derive(Default)]
-struct Line(AtomicU32);
-
-impl Line {
-    /// Records that the instruction to blame is on the next source line.
-    #[track_caller]
-    fn next(&self) {
-        self.0.store(Location::caller().line() + 1, Ordering::Relaxed);
-    }
-
-    /// `file:line`, as reports quote source locations in messages.
-    fn at(&self) -> String {
-        format!("{}:{}", file!(), self.0.load(Ordering::Relaxed))
-    }
-
-    /// Asserts the report's location is this file at the recorded line.
-    #[track_caller]
-    fn assert_blamed(&self, e: &EmuError) {
-        let loc = e.location.unwrap_or_else(|| panic!("the report has no location: {e}"));
-        assert_eq!(format!("{}:{}", loc.file(), loc.line()), self.at(), "wrong location in: {e}");
-    }
-}
-
-/// The calling thread's linear index (the tests' CTAs are one-dimensional).
-fn tid() -> u32 {
-    special::tid()[0]
-}
-
-/// The shared-window address of dynamic shared memory.
-fn smem() -> u32 {
-    special::dynamic_smem_base()
-}
 
 /// Thread 0 initialises an mbarrier of `count` at `bar` (fenced for the async proxy when
 /// `fenced`), then the whole CTA synchronises.

@@ -13,29 +13,17 @@ use emu::model::wgmma::{a_frag_coord, acc_coord};
 use emu::ops::{barrier, bulk, cp_async, fence, mbarrier, memory, numeric, special, warp, wgmma};
 use emu::{GlobalMemory, LaunchConfig, Stats, TensorMap};
 
+mod common;
+use common::*;
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// A launch of one CTA of `threads` threads (x only) with `smem` bytes of dynamic shared memory.
-fn one_cta(threads: u32, smem: u32) -> LaunchConfig {
-    LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_smem: smem }
-}
 
 /// Launches one CTA and fails the test with the emulator's report if the launch fails.
 #[track_caller]
 fn run(gm: &GlobalMemory, threads: u32, smem: u32, kernel: impl Fn() + Sync) -> Stats {
     emu::launch(gm, one_cta(threads, smem), kernel).unwrap_or_else(|e| panic!("unexpected emulator report: {e}"))
-}
-
-/// The calling thread's linear index (the tests' CTAs are one-dimensional).
-fn tid() -> u32 {
-    special::tid()[0]
-}
-
-/// The shared-window address of dynamic shared memory.
-fn smem() -> u32 {
-    special::dynamic_smem_base()
 }
 
 /// A zero-filled global allocation of `n` 32-bit words (kernels' output).

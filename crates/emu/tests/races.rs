@@ -4,11 +4,11 @@
 //! be reported whichever access the schedule happens to run first, with both source lines.
 //! Each correctly synchronised twin must pass under every schedule.
 
-use std::panic::Location;
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use emu::ops::{barrier, bulk, cp_async, fence, mbarrier, memory, special, warp, wgmma};
 use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig, Options, Stats};
+
+mod common;
+use common::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -16,10 +16,6 @@ use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig, Options, Stats};
 
 /// The default round-robin schedule, then eight seeded ones.
 const SCHEDULES: [Option<u64>; 9] = [None, Some(0), Some(1), Some(2), Some(3), Some(4), Some(5), Some(6), Some(7)];
-
-fn one_cta(threads: u32, smem: u32) -> LaunchConfig {
-    LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_smem: smem }
-}
 
 /// Launches one CTA under the schedule `seed` (race detection on, as by default).
 fn run(
@@ -49,31 +45,6 @@ fn expect_race(e: &EmuError, seed: Option<u64>, needles: &[&str]) {
     for needle in needles {
         assert!(e.message.contains(needle), "schedule {seed:?}: the message lacks {needle:?}: {e}");
     }
-}
-
-/// The source line of an access a report must name, recorded by the kernel.
-#[derive(Default)]
-struct Line(AtomicU32);
-
-impl Line {
-    /// Records that the access is on the next source line.
-    #[track_caller]
-    fn next(&self) {
-        self.0.store(Location::caller().line() + 1, Ordering::Relaxed);
-    }
-
-    /// `file:line`, as reports quote source locations.
-    fn at(&self) -> String {
-        format!("{}:{}", file!(), self.0.load(Ordering::Relaxed))
-    }
-}
-
-fn tid() -> u32 {
-    special::tid()[0]
-}
-
-fn smem() -> u32 {
-    special::dynamic_smem_base()
 }
 
 /// Thread 0 initialises an mbarrier of `count` at `bar` (fenced for the async proxy),

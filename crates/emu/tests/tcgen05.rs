@@ -5,70 +5,23 @@
 //! The expected values are computed here from the PTX ISA's definitions (e2m1 codes, e4m3
 //! scales, the SW128 and blocked-scale layouts), independently of the emulator's model.
 
-use std::panic::Location;
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use emu::model::tcgen05::{ScaleFormat, Swizzle, decode_idesc, decode_smem_desc};
 use emu::ops::tcgen05::{self as tc, LD_POISON};
-use emu::ops::{barrier, bulk, fence, mbarrier, memory, special};
-use emu::{EmuError, ErrorKind, GlobalMemory, LaunchConfig};
+use emu::ops::{barrier, bulk, fence, mbarrier, memory};
+use emu::{ErrorKind, GlobalMemory};
+
+mod common;
+use common::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-fn one_cta(threads: u32, smem: u32) -> LaunchConfig {
-    LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_smem: smem }
-}
 
 #[track_caller]
 fn run(gm: &GlobalMemory, threads: u32, smem: u32, kernel: impl Fn() + Sync) {
     if let Err(e) = emu::launch(gm, one_cta(threads, smem), kernel) {
         panic!("unexpected emulator report: {e}");
     }
-}
-
-#[track_caller]
-fn report(gm: &GlobalMemory, threads: u32, smem: u32, kernel: impl Fn() + Sync) -> EmuError {
-    match emu::launch(gm, one_cta(threads, smem), kernel) {
-        Ok(stats) => panic!("the launch succeeded ({stats:?}), but a report was expected"),
-        Err(e) => e,
-    }
-}
-
-#[track_caller]
-fn expect(e: &EmuError, kind: ErrorKind, needles: &[&str]) {
-    assert_eq!(e.kind, kind, "wrong kind of report: {e}");
-    for needle in needles {
-        assert!(e.message.contains(needle), "the message lacks {needle:?}: {e}");
-    }
-}
-
-/// The source line of the instruction a report must blame, recorded by the kernel.
-#[derive(Default)]
-struct Line(AtomicU32);
-
-impl Line {
-    #[track_caller]
-    fn next(&self) {
-        self.0.store(Location::caller().line() + 1, Ordering::Relaxed);
-    }
-    fn at(&self) -> String {
-        format!("{}:{}", file!(), self.0.load(Ordering::Relaxed))
-    }
-    #[track_caller]
-    fn assert_blamed(&self, e: &EmuError) {
-        let loc = e.location.unwrap_or_else(|| panic!("the report has no location: {e}"));
-        assert_eq!(format!("{}:{}", loc.file(), loc.line()), self.at(), "wrong location in: {e}");
-    }
-}
-
-fn tid() -> u32 {
-    special::tid()[0]
-}
-
-fn smem() -> u32 {
-    special::dynamic_smem_base()
 }
 
 /// sm_100 shared-memory descriptor (PTX ISA Table 40), built by hand for the tests.
