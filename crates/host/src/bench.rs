@@ -698,7 +698,10 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
             }
         }
         if opts.baselines {
-            let ctx = ShapeRun { gpu: &gpu, shape, problem: &problem, want: &want, iters: opts.iters, limits: &limits };
+            // The baselines are compared in fp16 values (the bench runs the identity epilogue).
+            let want_f16: Vec<f16> = want.bits.iter().map(|&b| f16::from_bits(b)).collect();
+            let ctx =
+                ShapeRun { gpu: &gpu, shape, problem: &problem, want: &want_f16, iters: opts.iters, limits: &limits };
             bad |= ctx.baselines(
                 &mut timer,
                 &dequantizer,

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use half::f16;
 use nvfp4::Shape;
+use nvfp4::epilogue::OutDtype;
 
 use crate::device::{Gpu, driver_present};
 use crate::embedded;
@@ -15,7 +15,7 @@ use crate::gemm::Gemm;
 use crate::generate::{Distribution, generate};
 use crate::io;
 use crate::kernels::{Kernel, KernelChoice};
-use crate::problem::Problem;
+use crate::problem::{Epilogue, Output, Problem};
 use crate::reference::reference;
 use crate::report::{RunReport, Speed, Verification, write_json};
 use crate::verify::{compare, unwritten};
@@ -96,6 +96,58 @@ struct RunArgs {
     /// GPU ordinal.
     #[arg(long, default_value_t = 0)]
     device: usize,
+    #[command(flatten)]
+    epilogue: EpilogueArgs,
+}
+
+/// C = round(alpha * A·Bᵀ + bias) to fp16 or bf16.
+#[derive(Debug, Args)]
+struct EpilogueArgs {
+    /// The fp32 scale applied to A·Bᵀ before the rounding (NVFP4's product of the two
+    /// global scales).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    alpha: f32,
+    /// Pass alpha to the kernel in GPU memory (as a CUDA graph would) instead of by value.
+    #[arg(long)]
+    alpha_in_memory: bool,
+    /// Add a bias vector ([N], C's type; drawn from the seed: multiples of 1/8 in [-8, 8]).
+    #[arg(long)]
+    bias: bool,
+    /// C's element type.
+    #[arg(long, value_enum, default_value = "f16")]
+    out_dtype: OutArg,
+}
+
+/// C's element type on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OutArg {
+    F16,
+    Bf16,
+}
+
+impl OutArg {
+    fn dtype(self) -> OutDtype {
+        match self {
+            OutArg::F16 => OutDtype::F16,
+            OutArg::Bf16 => OutDtype::Bf16,
+        }
+    }
+}
+
+impl EpilogueArgs {
+    /// The epilogue these flags ask for, after checking alpha is finite.
+    fn epilogue(&self, n: u32, seed: u64) -> Result<Epilogue> {
+        if !self.alpha.is_finite() {
+            return Err(Error::Usage(format!("--alpha must be a finite number, got {}", self.alpha)));
+        }
+        let out = self.out_dtype.dtype();
+        Ok(Epilogue {
+            alpha: self.alpha,
+            alpha_in_memory: self.alpha_in_memory,
+            bias: self.bias.then(|| crate::generate::bias(n, out, seed)),
+            out,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -176,15 +228,20 @@ pub fn main() -> i32 {
     }
 }
 
-fn describe_inputs(args: &RunArgs) -> String {
-    match &args.inputs {
+fn describe_inputs(args: &RunArgs, epilogue: &Epilogue) -> String {
+    let inputs = match &args.inputs {
         Some(p) => format!("from {}", p.display()),
         None => format!("dist {}, seed {}", args.dist, args.seed),
+    };
+    if epilogue.is_identity() && !epilogue.alpha_in_memory {
+        inputs
+    } else {
+        format!("{inputs}; {}", epilogue.describe())
     }
 }
 
 fn run(args: &RunArgs) -> Result<i32> {
-    let problem = match &args.inputs {
+    let mut problem = match &args.inputs {
         Some(path) => io::load_inputs(path)?,
         None => {
             let shape = parse_shape(&args.shape)?;
@@ -192,6 +249,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             generate(shape, args.dist, args.seed)
         }
     };
+    problem.epilogue = args.epilogue.epilogue(problem.shape.n, args.seed)?;
     let shape = problem.shape;
     let (report, c) = if args.emulate {
         if args.verify == VerifyMode::Gpu {
@@ -204,7 +262,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         let report = RunReport {
             device: None,
             emulated: true,
-            inputs: describe_inputs(args),
+            inputs: describe_inputs(args, &problem.epilogue),
             kernel,
             launch: launch_text(kernel, shape),
             verification,
@@ -239,7 +297,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         let speed = timing.as_ref().map(|t| Speed::new(shape, kernel, &gpu.info, t.median_us));
         let report = RunReport {
             device: Some(gpu.info.clone()),
-            inputs: describe_inputs(args),
+            inputs: describe_inputs(args, &problem.epilogue),
             verification,
             timing,
             speed,
@@ -250,7 +308,14 @@ fn run(args: &RunArgs) -> Result<i32> {
     print!("{}", report.text());
     if let Some(path) = &args.output {
         io::save_output(path, shape, &c)?;
-        println!("output   C written to {} (tensor `c`, F16, [{}, {}, {}])", path.display(), shape.l, shape.m, shape.n);
+        let dtype = if c.dtype == OutDtype::Bf16 { "BF16" } else { "F16" };
+        println!(
+            "output   C written to {} (tensor `c`, {dtype}, [{}, {}, {}])",
+            path.display(),
+            shape.l,
+            shape.m,
+            shape.n
+        );
     }
     if let Some(path) = &args.json {
         write_json(path, &report)?;
@@ -301,7 +366,7 @@ fn load_kernels<'g>(gpu: &'g Gpu, kernels: &[Kernel]) -> Result<Vec<Gemm<'g>>> {
     kernels.iter().map(|&k| Gemm::new(gpu, k)).collect()
 }
 
-fn check(against: &'static str, problem: &Problem, got: &[f16], want: &[f16]) -> Verification {
+fn check(against: &'static str, problem: &Problem, got: &Output, want: &Output) -> Verification {
     Verification::new(against, &compare(problem.shape, got, want), unwritten(got))
 }
 
@@ -354,6 +419,8 @@ struct CaseResult {
     kernel: Kernel,
     shape: String,
     dist: String,
+    /// `identity` or what the epilogue does (`alpha 0.375, bias, bf16 out`).
+    epilogue: String,
     passed: bool,
     verification: Verification,
     seconds: f64,
@@ -376,10 +443,50 @@ pub const CORRECTNESS_SHAPES: [&str; 10] = [
 /// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
 pub const ODD_SHAPES: [&str; 5] = ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2"];
 
+/// The first shapes of a selftest list that also run the [`epilogue_variants`] (and every
+/// odd shape does).
+const EPILOGUE_SHAPES: usize = 3;
+
 /// Small shapes the emulator runs in seconds (correctness shapes scaled down, plus the
 /// odd ones).
 pub const EMULATOR_SHAPES: [&str; 6] =
     ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2"];
+
+/// The epilogues every kernel is checked with besides the identity: bf16 with alpha and a
+/// bias, fp16 with a negative alpha read from GPU memory, and bf16 alone.
+pub fn epilogue_variants(n: u32, seed: u64) -> Vec<Epilogue> {
+    vec![
+        Epilogue {
+            alpha: 0.375,
+            alpha_in_memory: false,
+            bias: Some(crate::generate::bias(n, OutDtype::Bf16, seed)),
+            out: OutDtype::Bf16,
+        },
+        Epilogue { alpha: -2.5, alpha_in_memory: true, bias: None, out: OutDtype::F16 },
+        Epilogue { out: OutDtype::Bf16, ..Epilogue::IDENTITY },
+    ]
+}
+
+/// The problems of one selftest shape: both distributions with the identity epilogue, and
+/// with `variants`, the benchmark's distribution through each [`epilogue_variants`].
+fn selftest_problems(shape: Shape, seed: u64, variants: bool) -> Vec<(Distribution, Problem)> {
+    let mut problems = Vec::new();
+    for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
+        problems.push((dist, generate(shape, dist, seed + i as u64)));
+    }
+    if variants {
+        let base = problems[0].1.clone();
+        for epilogue in epilogue_variants(shape.n, seed) {
+            problems.push((Distribution::GpuMode, Problem { epilogue, ..base.clone() }));
+        }
+    }
+    problems
+}
+
+/// Short text for a table column: `identity` or the epilogue's description.
+fn epilogue_name(e: &Epilogue) -> String {
+    if e.is_identity() && !e.alpha_in_memory { "identity".into() } else { e.describe() }
+}
 
 fn selftest(args: &SelftestArgs) -> Result<i32> {
     if args.probes {
@@ -416,18 +523,19 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
         None => println!("selftest under the CPU emulator: kernels {kernels:?}"),
     }
     println!(
-        "{:<7} {:<16} {:<8} {:<5} {:>10} {:>10} {:>6} {:>9}",
-        "kernel", "shape", "dist", "ok", "mismatch", "unwritten", "ulps", "seconds"
+        "{:<7} {:<16} {:<8} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9}",
+        "kernel", "shape", "dist", "epilogue", "ok", "mismatch", "unwritten", "ulps", "seconds"
     );
     let gemms = match &gpu {
         Some(g) => load_kernels(g, &kernels)?,
         None => Vec::new(),
     };
     let mut results = Vec::new();
-    for shape_text in &shapes {
+    for (s, shape_text) in shapes.iter().enumerate() {
         let shape = parse_shape(shape_text)?;
-        for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
-            let problem = generate(shape, dist, 1000 + i as u64);
+        // The epilogue variants on the small and odd shapes (each needs its own reference).
+        let variants = s < EPILOGUE_SHAPES || ODD_SHAPES.contains(shape_text);
+        for (dist, problem) in selftest_problems(shape, 1000, variants) {
             let want = reference(&problem);
             let mut device_problem = gemms.first().map(|g| g.upload(&problem)).transpose()?;
             for (k, &kernel) in kernels.iter().enumerate() {
@@ -441,15 +549,17 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
                     kernel,
                     shape: shape.to_string(),
                     dist: dist.to_string(),
+                    epilogue: epilogue_name(&problem.epilogue),
                     passed: verification.passed,
                     verification,
                     seconds: start.elapsed().as_secs_f64(),
                 };
                 println!(
-                    "{:<7} {:<16} {:<8} {:<5} {:>10} {:>10} {:>6} {:>9.2}",
+                    "{:<7} {:<16} {:<8} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9.2}",
                     r.kernel.name(),
                     r.shape,
                     r.dist,
+                    r.epilogue,
                     if r.passed { "PASS" } else { "FAIL" },
                     r.verification.mismatches + r.verification.nan_mismatches,
                     r.verification.unwritten,
@@ -474,6 +584,7 @@ struct EmulatorComparison {
     kernel: Kernel,
     shape: String,
     dist: String,
+    epilogue: String,
     /// GPU output bit-identical to the emulator's.
     bit_identical: bool,
     /// Elements whose fp16 bits differ, and the worst distance in fp16 ulps.
@@ -494,27 +605,27 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
     };
     println!("GPU ({}) vs emulator, same kernel source, same inputs", gpu.info.name);
     println!(
-        "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}",
-        "kernel", "shape", "dist", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
+        "{:<7} {:<16} {:<8} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}",
+        "kernel", "shape", "dist", "epilogue", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
     );
     let gemms = load_kernels(&gpu, &kernels)?;
     let mut results = Vec::new();
     let mut ok = true;
     for shape_text in EMULATOR_SHAPES {
         let shape = parse_shape(shape_text)?;
-        for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
-            let problem = generate(shape, dist, 2000 + i as u64);
+        for (dist, problem) in selftest_problems(shape, 2000, true) {
             let want = reference(&problem);
             let mut device_problem = gemms[0].upload(&problem)?;
             for (gemm, &kernel) in gemms.iter().zip(&kernels) {
                 let on_gpu = gemm.run(&mut device_problem)?;
                 let emulated = emulate::run(&problem, kernel)?.c;
                 let between = compare(shape, &on_gpu, &emulated);
-                let differing = on_gpu.iter().zip(&emulated).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as u64;
+                let differing = on_gpu.bits.iter().zip(&emulated.bits).filter(|(a, b)| a != b).count() as u64;
                 let r = EmulatorComparison {
                     kernel,
                     shape: shape.to_string(),
                     dist: dist.to_string(),
+                    epilogue: epilogue_name(&problem.epilogue),
                     bit_identical: differing == 0,
                     differing,
                     max_ulps: between.max_ulps,
@@ -535,10 +646,11 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
                 let verdict =
                     |v: &Verification| format!("{} {}ulp", if v.passed { "pass" } else { "FAIL" }, v.max_ulps);
                 println!(
-                    "{:<7} {:<16} {:<8} {:>13} {:>9} {:>6} {:>14} {:>14}{}",
+                    "{:<7} {:<16} {:<8} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}{}",
                     kernel.name(),
                     r.shape,
                     r.dist,
+                    r.epilogue,
                     if r.bit_identical { "yes" } else { "no" },
                     r.differing,
                     r.max_ulps,

@@ -3,18 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use half::f16;
 use kernel::{GemmArgs, Launch};
 
 use crate::error::Result;
 use crate::kernels::Kernel;
-use crate::problem::Problem;
-use crate::verify::POISON;
+use crate::problem::{Output, Problem};
 
 /// The output of an emulated launch and what it executed.
 #[derive(Debug)]
 pub struct EmulatedRun {
-    pub c: Vec<f16>,
+    pub c: Output,
     pub stats: emu::Stats,
     pub wall: Duration,
 }
@@ -64,8 +62,9 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
     options: &emu::Options,
 ) -> Result<EmulatedRun> {
     let shape = problem.shape;
+    let epilogue = &problem.epilogue;
     let memory = emu::GlobalMemory::new();
-    let poison: Vec<u8> = (0..shape.c_bytes() / 2).flat_map(|_| POISON.to_bits().to_le_bytes()).collect();
+    let poison: Vec<u8> = (0..shape.c_bytes() / 2).flat_map(|_| epilogue.out.poison().to_le_bytes()).collect();
     let args = GemmArgs {
         a: memory.alloc_from("A", &problem.a),
         b: memory.alloc_from("B", &problem.b),
@@ -77,6 +76,15 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
         n: shape.n,
         k: shape.k,
         l: shape.l,
+        // With alpha in memory the by-value argument is NaN: a kernel that ignored the
+        // pointer would write NaN everywhere.
+        alpha: if epilogue.alpha_in_memory { f32::NAN } else { epilogue.alpha },
+        alpha_ptr: if epilogue.alpha_in_memory { memory.alloc_from("alpha", &epilogue.alpha.to_le_bytes()) } else { 0 },
+        bias: match &epilogue.bias {
+            Some(bias) => memory.alloc_from("bias", &bias.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<u8>>()),
+            None => 0,
+        },
+        out_dtype: epilogue.out.code(),
     };
     let start = Instant::now();
     let mut stats: Option<emu::Stats> = None;
@@ -99,6 +107,5 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
     let wall = start.elapsed();
     let mut bytes = vec![0u8; shape.c_bytes() as usize];
     memory.read(args.c, &mut bytes).map_err(crate::Error::Failed)?;
-    let c = bytes.chunks_exact(2).map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect();
-    Ok(EmulatedRun { c, stats, wall })
+    Ok(EmulatedRun { c: Output::from_le_bytes(epilogue.out, &bytes), stats, wall })
 }

@@ -65,6 +65,10 @@ pub enum Error {
 
     #[error("{0}")]
     Failed(String),
+
+    /// A library call's argument a kernel would misread (see [`crate::api`]).
+    #[error("invalid argument: {0}")]
+    Invalid(String),
 }
 
 impl Error {
@@ -72,7 +76,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Failed(_) | Error::Emulator(_) => 1,
-            Error::Shape { .. } | Error::Io(_) | Error::Usage(_) => 2,
+            Error::Shape { .. } | Error::Io(_) | Error::Usage(_) | Error::Invalid(_) => 2,
             Error::NoDriver
             | Error::NoGpu(_)
             | Error::Unsupported { .. }

@@ -17,13 +17,12 @@ use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use half::f16;
 use kernel::{GemmArgs, Launch};
 use nvfp4::Shape;
 
 use crate::emulate;
 use crate::error::{Error, Result};
-use crate::problem::Problem;
+use crate::problem::{Output, Problem};
 use crate::reference::reference;
 use crate::verify::{compare, unwritten};
 
@@ -262,11 +261,11 @@ const OUTCOME_CHARS: usize = 76;
 
 /// Elements that are not bit-identical (+0 and -0 equal, any two NaNs equal: the
 /// equality under which the clean run was bit-exact).
-fn differing(got: &[f16], want: &[f16]) -> u64 {
-    got.iter()
-        .zip(want)
-        .filter(|(g, w)| {
-            g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()) && !(**g == f16::ZERO && **w == f16::ZERO)
+fn differing(got: &Output, want: &Output) -> u64 {
+    (0..got.len())
+        .filter(|&i| {
+            let (g, w) = (got.value(i), want.value(i));
+            got.bits[i] != want.bits[i] && !(g.is_nan() && w.is_nan()) && !(g == 0.0 && w == 0.0)
         })
         .count() as u64
 }

@@ -6,23 +6,19 @@
 //! let gpu = Gpu::open(0)?;
 //! let problem = generate("128x7168x16384".parse().unwrap(), Distribution::GpuMode, 1);
 //! let gemm = Gemm::new(&gpu, Kernel::Naive)?;
-//! let c = gemm.run(&mut gemm.upload(&problem)?)?; // fp16, [L][M][N]
+//! let c = gemm.run(&mut gemm.upload(&problem)?)?; // fp16 bits (the problem's epilogue), [L][M][N]
 //! # Ok(()) }
 //! ```
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::sys::CUfunction_attribute as FuncAttr;
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
-use half::f16;
+use cudarc::driver::{CudaSlice, DevicePtr};
 use nvfp4::Shape;
 
+use crate::api::{Alpha, Epilogue as ApiEpilogue, Gemms, Operands};
 use crate::device::Gpu;
-use crate::embedded;
 use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::Kernel;
-use crate::problem::Problem;
-use crate::verify::POISON;
+use crate::problem::{Epilogue, Output, Problem};
 
 /// A problem's buffers in GPU memory.
 #[derive(Debug)]
@@ -33,6 +29,10 @@ pub struct DeviceProblem {
     sfa: CudaSlice<u8>,
     sfb: CudaSlice<u8>,
     c: CudaSlice<u16>,
+    epilogue: Epilogue,
+    /// alpha in GPU memory, when the epilogue asks for it there.
+    alpha: Option<CudaSlice<f32>>,
+    bias: Option<CudaSlice<u16>>,
     /// Scratch for kernels that split K (zero-filled when allocated; kernels leave it so),
     /// allocated at the first launch that needs it.
     workspace: Option<CudaSlice<u8>>,
@@ -42,9 +42,9 @@ pub struct DeviceProblem {
 #[derive(Debug)]
 pub struct Gemm<'g> {
     gpu: &'g Gpu,
-    kernel: Kernel,
-    /// Every entry point of the kernel's launches, by name.
-    functions: Vec<(&'static str, CudaFunction)>,
+    /// The kernel's entry points; every launch goes through [`Gemms::enqueue`], the
+    /// library call on caller memory.
+    gemms: Gemms,
 }
 
 /// Kernel times over repeated launches.
@@ -59,30 +59,11 @@ pub struct Timing {
 impl<'g> Gemm<'g> {
     /// Loads `kernel` on `gpu`, after checking the GPU can run it.
     pub fn new(gpu: &'g Gpu, kernel: Kernel) -> Result<Gemm<'g>> {
-        kernel.check_device(&gpu.info)?;
-        let (target, entry) = kernel.ptx();
-        let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
-        let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
-        let mut functions = Vec::new();
-        // The steps' entry points and shared memory do not depend on the shape, but a
-        // step may be skipped for some: this small shape with a long K has them all.
-        let every_step = Shape::new(1, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape");
-        for step in kernel.steps(every_step) {
-            let function = module.load_function(step.entry).context(format!("finding kernel {}", step.entry))?;
-            let smem = step.launch.dynamic_smem;
-            if smem > 48 * 1024 {
-                function
-                    .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
-                    .context(format!("allowing {smem} bytes of shared memory for {}", step.entry))?;
-            }
-            functions.push((step.entry, function));
-        }
-        debug_assert!(functions.iter().any(|f| f.0 == entry));
-        Ok(Gemm { gpu, kernel, functions })
+        Ok(Gemm { gpu, gemms: Gemms::load(gpu.ctx.clone(), gpu.info.clone(), kernel)? })
     }
 
     pub fn kernel(&self) -> Kernel {
-        self.kernel
+        self.gemms.kernel()
     }
 
     /// Bytes of GPU memory `shape` needs, and what they are.
@@ -131,63 +112,55 @@ impl<'g> Gemm<'g> {
             sfa: s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
             sfb: s.clone_htod(&p.sfb).context("copying SFB to the GPU")?,
             c: s.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).context("allocating C")?,
+            epilogue: p.epilogue.clone(),
+            alpha: match p.epilogue.alpha_in_memory {
+                true => Some(s.clone_htod(&[p.epilogue.alpha]).context("copying alpha to the GPU")?),
+                false => None,
+            },
+            bias: p
+                .epilogue
+                .bias
+                .as_ref()
+                .map(|b| s.clone_htod(b))
+                .transpose()
+                .context("copying the bias to the GPU")?,
             workspace: None,
         })
     }
 
     /// Enqueues the launches of one call.
     fn launch(&self, d: &mut DeviceProblem) -> Result<()> {
-        for step in self.kernel.steps(d.shape) {
-            let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `new`").1;
-            self.launch_one(d, function, step.launch)?;
-        }
-        Ok(())
-    }
-
-    /// Enqueues one launch of `function` with the GEMM arguments.
-    fn launch_one(&self, d: &mut DeviceProblem, function: &CudaFunction, l: kernel::Launch) -> Result<()> {
         let s = &self.gpu.stream;
         let shape = d.shape;
-        let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
-        let (a, b, sfa, sfb) = (ptr(&d.a), ptr(&d.b), ptr(&d.sfa), ptr(&d.sfb));
-        let c = d.c.device_ptr(s).0;
-        let needed = self.kernel.workspace_bytes(shape) as usize;
-        if d.workspace.as_ref().is_none_or(|w| w.len() < needed) {
-            d.workspace = Some(s.alloc_zeros::<u8>(needed.max(1)).context("allocating the workspace")?);
+        let needed = self.gemms.workspace_bytes(shape) as usize;
+        if needed > 0 && d.workspace.as_ref().is_none_or(|w| w.len() < needed) {
+            d.workspace = Some(s.alloc_zeros::<u8>(needed).context("allocating the workspace")?);
         }
-        let workspace = d.workspace.as_ref().map_or(0, |w| w.device_ptr(s).0);
-        let config = LaunchConfig {
-            grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
-            block_dim: (l.block[0], l.block[1], l.block[2]),
-            shared_mem_bytes: l.dynamic_smem,
+        let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
+        let ops = Operands { a: ptr(&d.a), b: ptr(&d.b), sfa: ptr(&d.sfa), sfb: ptr(&d.sfb), c: d.c.device_ptr(s).0 };
+        let epilogue = ApiEpilogue {
+            alpha: match &d.alpha {
+                Some(a) => Alpha::Device(a.device_ptr(s).0),
+                None => Alpha::Scalar(d.epilogue.alpha),
+            },
+            bias: d.bias.as_ref().map_or(0, |b| b.device_ptr(s).0),
+            out: d.epilogue.out,
         };
-        let mut builder = s.launch_builder(function);
-        builder
-            .arg(&a)
-            .arg(&b)
-            .arg(&sfa)
-            .arg(&sfb)
-            .arg(&c)
-            .arg(&workspace)
-            .arg(&shape.m)
-            .arg(&shape.n)
-            .arg(&shape.k)
-            .arg(&shape.l);
-        // SAFETY: the arguments match the entry point's signature (`kernel::GemmArgs`
-        // order) and the buffers have the sizes the shape implies.
-        unsafe { builder.launch(config) }.context(format!("launching {}", self.kernel))?;
-        Ok(())
+        let workspace = d.workspace.as_ref().map_or(0, |w| w.device_ptr(s).0);
+        // SAFETY: every buffer was allocated on this context with the sizes the shape
+        // implies, and lives in `d`, which outlives the stream work (callers synchronize).
+        unsafe { self.gemms.enqueue(s.cu_stream(), &ops, shape, &epilogue, workspace) }
     }
 
-    /// Poisons C, runs the kernel once, and returns C ([L][M][N] fp16).
-    pub fn run(&self, d: &mut DeviceProblem) -> Result<Vec<f16>> {
+    /// Poisons C, runs the kernel once, and returns C ([L][M][N] in the epilogue's type).
+    pub fn run(&self, d: &mut DeviceProblem) -> Result<Output> {
         let s = &self.gpu.stream;
-        let poison = vec![POISON.to_bits(); d.c.len()];
+        let poison = vec![d.epilogue.out.poison(); d.c.len()];
         s.memcpy_htod(&poison, &mut d.c).context("poisoning C")?;
         self.launch(d)?;
-        s.synchronize().context(format!("running {}", self.kernel))?;
+        s.synchronize().context(format!("running {}", self.kernel()))?;
         let bits = s.clone_dtoh(&d.c).context("copying C back")?;
-        Ok(bits.into_iter().map(f16::from_bits).collect())
+        Ok(Output { dtype: d.epilogue.out, bits })
     }
 
     /// Median kernel time over `iters` launches, each after flushing L2 (a memset of
@@ -210,7 +183,7 @@ impl<'g> Gemm<'g> {
             stop.record(s).context("recording an event")?;
             events.push((start, stop));
         }
-        s.synchronize().context(format!("timing {}", self.kernel))?;
+        s.synchronize().context(format!("timing {}", self.kernel()))?;
         let mut samples_us = Vec::with_capacity(events.len());
         for (start, stop) in &events {
             samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);

@@ -46,10 +46,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use nvfp4::epilogue::OutDtype;
 use nvfp4::{Shape, e4m3, layout};
 use rayon::prelude::*;
 
-use crate::problem::Problem;
+use crate::problem::{Epilogue, Problem};
 
 /// Bytes per independently seeded chunk. Part of the definition of the generated data:
 /// changing it changes every input drawn from a given seed.
@@ -170,7 +171,23 @@ pub fn generate(shape: Shape, dist: Distribution, seed: u64) -> Problem {
     fill_bytes(&mut b, seed, Tensor::B);
     let sfa = blocked_scales(shape.m, sf_cols, shape.l, dist, seed, [Tensor::Sfa, Tensor::SfaBands]);
     let sfb = blocked_scales(shape.n, sf_cols, shape.l, dist, seed, [Tensor::Sfb, Tensor::SfbBands]);
-    Problem { shape, a, b, sfa, sfb }
+    Problem { shape, a, b, sfa, sfb, epilogue: Epilogue::IDENTITY }
+}
+
+/// Draws a bias vector of `n` values in `out`'s type: multiples of 1/8 in [-8, 8], exact in
+/// fp16 and bf16 (so the bias itself adds no rounding of its own).
+pub fn bias(n: u32, out: OutDtype, seed: u64) -> Vec<u16> {
+    const EIGHTHS: u64 = 129; // -64/8 ..= 64/8
+    let mut rng = SplitMix64::for_stream(seed, Tensor::Bias, 0);
+    (0..n)
+        .map(|_| {
+            let value = ((rng.next_u64() % EIGHTHS) as f32 - (EIGHTHS / 2) as f32) / 8.0;
+            match out {
+                OutDtype::F16 => half::f16::from_f32(value).to_bits(),
+                OutDtype::Bf16 => half::bf16::from_f32(value).to_bits(),
+            }
+        })
+        .collect()
 }
 
 /// Which tensor a stream of draws belongs to; its discriminant is mixed into the seeds.
@@ -184,6 +201,8 @@ enum Tensor {
     SfaBands = 4,
     /// The same for SFB.
     SfbBands = 5,
+    /// The epilogue's bias.
+    Bias = 6,
 }
 
 /// Exponent fields one row's scales span in the wide distribution (a power of two: the

@@ -18,19 +18,19 @@
 //!
 //! # Output (`c`)
 //!
-//! `c`: `F16`, `[L, M, N]`, row-major (`safetensors.torch.load_file(path)["c"]`).
+//! `c`: `F16` (or `BF16` for a bf16 run), `[L, M, N]`, row-major (`safetensors.torch.load_file(path)["c"]`).
 //!
 //! Every error names the file, the tensor and what was expected, so a user can fix the
 //! file without reading this code.
 
 use std::path::{Path, PathBuf};
 
-use half::f16;
 use nvfp4::{Shape, layout};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
-use crate::problem::Problem;
+use crate::problem::{Epilogue, Output, Problem};
+use nvfp4::epilogue::OutDtype;
 
 /// Why a file could not be read or written. Each message says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +76,7 @@ const C_EXPECTED: &str = "F16 with shape [L, M, N] or [M, N]";
 struct Loaded<'data> {
     dims: [usize; 3],
     shape: Vec<usize>,
+    dtype: Dtype,
     data: &'data [u8],
 }
 
@@ -109,7 +110,7 @@ fn tensor<'data>(
             return Err(IoError::WrongRank { name, got: view.shape().to_vec(), expected });
         }
     };
-    Ok(Loaded { dims, shape: view.shape().to_vec(), data: view.data() })
+    Ok(Loaded { dims, shape: view.shape().to_vec(), dtype: view.dtype(), data: view.data() })
 }
 
 /// Loads the inputs of one problem (see the module documentation for the format).
@@ -172,6 +173,7 @@ pub fn load_inputs(path: &Path) -> Result<Problem, IoError> {
         b: b.data.to_vec(),
         sfa: blocked(sfa.data, shape.m),
         sfb: blocked(sfb.data, shape.n),
+        epilogue: Epilogue::IDENTITY,
     })
 }
 
@@ -223,29 +225,38 @@ pub fn save_inputs(path: &Path, p: &Problem) -> Result<(), IoError> {
     )
 }
 
-/// Writes C (`[L][M][N]`) as tensor `c`, `F16`, shape `[L, M, N]`.
+/// The safetensors dtype of an output type.
+fn out_dtype_tag(out: OutDtype) -> Dtype {
+    match out {
+        OutDtype::F16 => Dtype::F16,
+        OutDtype::Bf16 => Dtype::BF16,
+    }
+}
+
+/// Writes C (`[L][M][N]`) as tensor `c`, `F16` or `BF16`, shape `[L, M, N]`.
 ///
 /// Precondition: `c.len()` is L * M * N; panics otherwise.
-pub fn save_output(path: &Path, shape: Shape, c: &[f16]) -> Result<(), IoError> {
+pub fn save_output(path: &Path, shape: Shape, c: &Output) -> Result<(), IoError> {
     let dims = vec![shape.l as usize, shape.m as usize, shape.n as usize];
     assert_eq!(c.len(), dims.iter().product::<usize>(), "C has the wrong length for {shape}");
-    let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
-    write(path, vec![("c", Dtype::F16, dims, &bytes)])
+    let bytes: Vec<u8> = c.bits.iter().flat_map(|x| x.to_le_bytes()).collect();
+    write(path, vec![("c", out_dtype_tag(c.dtype), dims, &bytes)])
 }
 
 /// Reads tensor `c` back: its dims `[L, M, N]` (rank 2 read as L = 1) and its values.
-pub fn load_output(path: &Path) -> Result<([usize; 3], Vec<f16>), IoError> {
+pub fn load_output(path: &Path) -> Result<([usize; 3], Output), IoError> {
     let bytes = read(path)?;
     let file = parse(path, &bytes)?;
-    let c = tensor(path, &file, "c", &[Dtype::F16], C_EXPECTED)?;
-    let values = c.data.chunks_exact(2).map(|x| f16::from_le_bytes([x[0], x[1]])).collect();
-    Ok((c.dims, values))
+    let c = tensor(path, &file, "c", &[Dtype::F16, Dtype::BF16], C_EXPECTED)?;
+    let dtype = if c.dtype == Dtype::BF16 { OutDtype::Bf16 } else { OutDtype::F16 };
+    Ok((c.dims, Output::from_le_bytes(dtype, c.data)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::generate::{Distribution, generate};
+    use half::f16;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A fresh, empty directory under the system temp dir; removed on drop.
@@ -341,8 +352,12 @@ mod tests {
         let path = dir.file("c.safetensors");
         let shape = Shape::new(3, 4, 64, 2).expect("valid shape");
         let c: Vec<f16> = (0..24).map(|i| f16::from_f32(i as f32 * -0.75)).collect();
+        let c = Output::from_f16(&c);
         save_output(&path, shape, &c).expect("save");
         assert_eq!(load_output(&path).expect("load"), ([2, 3, 4], c));
+        let bf16 = Output { dtype: OutDtype::Bf16, bits: (0..24).map(|i| 0x3F80 + i).collect() };
+        save_output(&path, shape, &bf16).expect("save bf16");
+        assert_eq!(load_output(&path).expect("load bf16"), ([2, 3, 4], bf16));
     }
 
     #[test]
@@ -427,7 +442,7 @@ mod tests {
         assert_contains(&message, &["cannot read", "absent.safetensors", "No such file"]);
         let path = dir.file("no-such-dir").join("c.safetensors");
         let shape = Shape::new(1, 1, 64, 1).expect("valid");
-        let message = save_output(&path, shape, &[f16::ZERO]).expect_err("no dir").to_string();
+        let message = save_output(&path, shape, &Output::from_f16(&[f16::ZERO])).expect_err("no dir").to_string();
         assert_contains(&message, &["cannot write", "no-such-dir"]);
     }
 }

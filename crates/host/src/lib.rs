@@ -1,6 +1,7 @@
 //! Host side of the NVFP4 GEMM: generate or load inputs, run a kernel on the GPU or under
 //! emulation, verify against an exact CPU reference, time, report.
 
+pub mod api;
 pub mod baselines;
 pub mod bench;
 pub mod cli;

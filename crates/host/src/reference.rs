@@ -49,7 +49,7 @@ use half::f16;
 use nvfp4::{e2m1, e4m3, layout};
 use rayon::prelude::*;
 
-use crate::problem::Problem;
+use crate::problem::{Epilogue, Output, Problem, canonical_nan};
 
 /// Rows of A per tile: each B value loaded serves this many rows of C.
 const A_TILE: usize = 2;
@@ -64,13 +64,36 @@ const FLUSH_BLOCKS: usize = 64;
 /// The fixed-point unit of C is 2^-FRAC_BITS.
 const FRAC_BITS: i32 = 20;
 
-/// C = A * B^T for every batch, as `[L][M][N]` fp16, each element correctly rounded from
-/// the exact sum (see the module documentation).
+/// C = A * B^T for every batch, as `[L][M][N]` in the problem's output type, through the
+/// problem's epilogue ([`reference_with`]).
 ///
 /// Precondition: `p`'s buffers have the lengths its shape gives (`a_bytes`, `b_bytes`,
-/// `sfa_bytes`, `sfb_bytes`); panics otherwise.
-pub fn reference(p: &Problem) -> Vec<f16> {
+/// `sfa_bytes`, `sfb_bytes`, and N values of bias if it has one); panics otherwise.
+pub fn reference(p: &Problem) -> Output {
+    Output { dtype: p.epilogue.out, bits: reference_with(p, &p.epilogue) }
+}
+
+/// C = round(alpha * (A * B^T) + bias) for every batch, `[L][M][N]` as bits of `e.out`.
+///
+/// With the identity epilogue (alpha 1, no bias, fp16) each element is correctly rounded
+/// from the exact sum (see the module documentation). Otherwise the kernels' fp32 order of
+/// operations ([`nvfp4::epilogue`]) is reproduced: the exact sum rounded once to f32 (what
+/// an exact f32 accumulator holds), times alpha in f32, or one fused multiply-add with the
+/// bias, then one rounding to fp16 or bf16.
+///
+/// Preconditions: as for [`reference()`], with `e`'s bias in place of the problem's.
+pub fn reference_with(p: &Problem, e: &Epilogue) -> Vec<u16> {
     check_lengths(p);
+    if let Some(bias) = &e.bias {
+        assert_eq!(bias.len(), p.shape.n as usize, "the bias must hold N values");
+    }
+    let finish = |total: Option<i128>, col: usize| -> u16 {
+        match total {
+            None => canonical_nan(e.out),
+            Some(total) if e.is_identity() => fixed_to_f16(total).to_bits(),
+            Some(total) => e.apply(fixed_to_f32(total), col),
+        }
+    };
     let shape = p.shape;
     let (m, n, l) = (shape.m as usize, shape.n as usize, shape.l as usize);
     let sf_cols = shape.sf_cols();
@@ -79,7 +102,7 @@ pub fn reference(p: &Problem) -> Vec<f16> {
     let sfb_batch = layout::batch_bytes(shape.n, sf_cols) as usize;
     let table = doubled_pairs();
 
-    let mut c = vec![f16::ZERO; l * m * n];
+    let mut c = vec![0u16; l * m * n];
     for (batch, c) in c.chunks_exact_mut(m * n).enumerate() {
         let a = Operand {
             packed: &p.a[batch * m * half_k..][..m * half_k],
@@ -105,7 +128,7 @@ pub fn reference(p: &Problem) -> Vec<f16> {
             .for_each(|(tile, (vals, scales))| a.decode_tile::<A_TILE>(tile, &table, vals, scales));
 
         // C transposed, [n][m] with n padded to whole tiles: one contiguous chunk per B tile.
-        let mut c_t = vec![f16::ZERO; n.div_ceil(B_TILE) * B_TILE * m];
+        let mut c_t = vec![0u16; n.div_ceil(B_TILE) * B_TILE * m];
         c_t.par_chunks_mut(B_TILE * m).enumerate().for_each(|(b_tile, c_t)| {
             let mut b_vals = vec![0i16; b.tile_vals::<B_TILE>()];
             let mut b_scales = vec![0f32; b.tile_scales::<B_TILE>()];
@@ -124,7 +147,7 @@ pub fn reference(p: &Problem) -> Vec<f16> {
                         if col >= n {
                             break;
                         }
-                        c_t[j * m + row] = if a_nan[row] || b_nan[col] { f16::NAN } else { fixed_to_f16(total) };
+                        c_t[j * m + row] = finish((!(a_nan[row] || b_nan[col])).then_some(total), col);
                     }
                 }
             }
@@ -411,6 +434,30 @@ fn fixed_to_f64(total: i128) -> f64 {
     total as f64 / (1u64 << FRAC_BITS) as f64
 }
 
+/// `total * 2^-20` rounded to the nearest f32, ties to even (never out of range: |total|
+/// stays far below 2^128 units, and the smallest nonzero value 2^-20 is a normal f32).
+fn fixed_to_f32(total: i128) -> f32 {
+    const F32_SIGNIFICAND_BITS: i32 = 24;
+    if total == 0 {
+        return 0.0;
+    }
+    let mag = total.unsigned_abs();
+    let width = 128 - mag.leading_zeros() as i32;
+    let shift = width - F32_SIGNIFICAND_BITS;
+    // `kept` has at most 24 significant bits (25 after a carry, a power of two): exact in
+    // f64 and, scaled by a power of two, exact in f32.
+    let (kept, scale) = if shift <= 0 {
+        (mag, -FRAC_BITS)
+    } else {
+        let kept = mag >> shift;
+        let rest = mag & ((1 << shift) - 1);
+        let half = 1 << (shift - 1);
+        (kept + u128::from(rest > half || (rest == half && kept & 1 == 1)), shift - FRAC_BITS)
+    };
+    let value = (kept as f64 * 2f64.powi(scale)) as f32;
+    if total < 0 { -value } else { value }
+}
+
 /// `total * 2^-20` rounded to the nearest fp16, ties to even; +-Inf past 65504, +0 for 0.
 fn fixed_to_f16(total: i128) -> f16 {
     if total == 0 {
@@ -515,6 +562,13 @@ mod tests {
         c
     }
 
+    /// The reference's fp16 C as values.
+    fn ref16(p: &Problem) -> Vec<f16> {
+        let c = reference(p);
+        assert_eq!(c.dtype, nvfp4::epilogue::OutDtype::F16);
+        c.bits.into_iter().map(f16::from_bits).collect()
+    }
+
     fn assert_same(got: &[f16], want: &[f16]) {
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -568,7 +622,7 @@ mod tests {
         ];
         for (s, dist, seed) in cases {
             let p = generate(s, dist, seed);
-            assert_same(&reference(&p), &naive(&p));
+            assert_same(&ref16(&p), &naive(&p));
         }
     }
 
@@ -576,7 +630,7 @@ mod tests {
     fn element_agrees_with_the_fast_path_at_large_k() {
         // K = 8192 with wide scales: sums the naive f64 loop could not hold exactly.
         let p = generate(shape(9, 11, 8192, 2), Distribution::Wide, 9);
-        let c = reference(&p);
+        let c = ref16(&p);
         let s = p.shape;
         for l in 0..s.l {
             for m in 0..s.m {
@@ -661,7 +715,7 @@ mod tests {
         set_value(&mut p.b, 64, 0, 16, 2);
         set_value(&mut p.a, 64, 0, 31, 1);
         set_value(&mut p.b, 64, 0, 31, 7);
-        assert_eq!(reference(&p), [f16::from_f32(2050.0)]);
+        assert_eq!(ref16(&p), [f16::from_f32(2050.0)]);
         assert_eq!(reference_element(&p, 0, 0, 0), 2050.0);
 
         // Block 2: 0.5 * 0.5 with scales 2^-9 * 2^-9: adds 2^-20.
@@ -675,11 +729,11 @@ mod tests {
         set_value(&mut p.b, 64, 0, 48, 2);
         let exact = 2049.0 + 2f64.powi(-20);
         assert_eq!(reference_element(&p, 0, 0, 0), exact);
-        assert_eq!(reference(&p), [f16::from_f32(2050.0)]);
+        assert_eq!(ref16(&p), [f16::from_f32(2050.0)]);
 
         // Without the 2^-20: exactly 2049, a tie, goes to the even 2048.
         set_scale(&mut p.sfa, 4, 0, 2, 0x00);
-        assert_eq!(reference(&p), [f16::from_f32(2048.0)]);
+        assert_eq!(ref16(&p), [f16::from_f32(2048.0)]);
     }
 
     #[test]
@@ -722,7 +776,7 @@ mod tests {
         set_scale(&mut p.sfb[batch1..], sf_cols, 4, 0, 0xFF);
         let row4 = ((s.n + 4) * s.k / 2) as usize;
         p.b[row4..row4 + 8].fill(0);
-        let c = reference(&p);
+        let c = ref16(&p);
         for l in 0..2 {
             for m in 0..s.m {
                 for n in 0..s.n {
@@ -741,7 +795,7 @@ mod tests {
         let s = shape(3, 130, 64, 1);
         let mut p = generate(s, Distribution::GpuMode, 13);
         p.sfa.fill(0);
-        assert!(reference(&p).iter().all(|c| c.to_bits() == 0));
+        assert!(ref16(&p).iter().all(|c| c.to_bits() == 0));
     }
 
     #[test]
@@ -758,9 +812,53 @@ mod tests {
             layout::to_blocked(&plain, rows, s.sf_cols(), 1, blocked);
         }
         // Pairs (6*6) + (6*-6) cancel exactly: 0.
-        assert!(reference(&p).iter().all(|c| c.to_bits() == 0));
+        assert!(ref16(&p).iter().all(|c| c.to_bits() == 0));
         p.b.fill(0x77);
-        assert!(reference(&p).iter().all(|&c| c == f16::INFINITY));
+        assert!(ref16(&p).iter().all(|&c| c == f16::INFINITY));
         assert_eq!(reference_element(&p, 0, 1, 2), 16384.0 * 36.0 * 448.0 * 448.0);
+    }
+
+    #[test]
+    fn epilogue_is_the_f32_order_of_operations() {
+        use nvfp4::epilogue::OutDtype;
+        let p = generate(shape(37, 45, 192, 2), Distribution::Wide, 9);
+        let bias = crate::generate::bias(45, OutDtype::Bf16, 4);
+        let cases = [
+            Epilogue { alpha: 0.375, alpha_in_memory: false, bias: Some(bias), out: OutDtype::Bf16 },
+            Epilogue { alpha: -3.0e-3, alpha_in_memory: true, bias: None, out: OutDtype::F16 },
+            Epilogue { out: OutDtype::Bf16, ..Epilogue::IDENTITY },
+        ];
+        for e in cases {
+            let c = reference_with(&p, &e);
+            for l in 0..2 {
+                for m in 0..37 {
+                    for n in 0..45 {
+                        let i = ((l * 37 + m) * 45 + n) as usize;
+                        // The exact sum, rounded once to f32 (an f64 of it is exact here:
+                        // K = 192 needs far fewer than 53 bits), then the fp32 epilogue.
+                        let acc = element_fixed(&p, l, m, n).map(|t| t as f64 / (1u64 << FRAC_BITS) as f64);
+                        let want = match acc {
+                            Some(acc) => e.apply(acc as f32, n as usize),
+                            None => canonical_nan(e.out),
+                        };
+                        assert_eq!(c[i], want, "({l}, {m}, {n}) with {}", e.describe());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_to_f32_rounds_to_nearest_even() {
+        let unit = (1u64 << FRAC_BITS) as f64;
+        // 2^24 + 1 units of 2^-20 is a tie between 2^24 and 2^24 + 2 units: even, down.
+        assert_eq!(fixed_to_f32((1 << 24) + 1) as f64, (1u64 << 24) as f64 / unit);
+        // 2^24 + 3 ties up to 2^24 + 4.
+        assert_eq!(fixed_to_f32((1 << 24) + 3) as f64, ((1u64 << 24) + 4) as f64 / unit);
+        assert_eq!(fixed_to_f32(-((1 << 25) + 3)) as f64, -(((1u64 << 25) + 4) as f64) / unit);
+        assert_eq!(fixed_to_f32(1), 2f32.powi(-20));
+        assert_eq!(fixed_to_f32(0), 0.0);
+        // Below 2^24 units every total is exact.
+        assert_eq!(fixed_to_f32(12_345_677) as f64, 12_345_677.0 / unit);
     }
 }

@@ -17,15 +17,19 @@ use std::fmt;
 
 use half::f16;
 use nvfp4::Shape;
+use nvfp4::epilogue::OutDtype;
 use rayon::prelude::*;
+
+use crate::problem::Output;
 
 /// Relative tolerance of the pass rule (the benchmark's).
 pub const RTOL: f64 = 1e-3;
 /// Absolute tolerance of the pass rule (the benchmark's).
 pub const ATOL: f64 = 1e-3;
 
-/// The fill of C before a run: a quiet NaN with payload 1 (0x7E01), see the module docs.
-pub const POISON: f16 = f16::from_bits(0x7E01);
+/// The fill of an fp16 C before a run: a quiet NaN with payload 1 (0x7E01), see the
+/// module docs (a bf16 C gets 0x7FC1, [`OutDtype::poison`]).
+pub const POISON: f16 = f16::from_bits(OutDtype::F16.poison());
 
 /// Elements per parallel work item.
 const CHUNK: usize = 1 << 16;
@@ -36,8 +40,10 @@ pub struct Mismatch {
     pub l: u32,
     pub m: u32,
     pub n: u32,
-    pub got: f16,
-    pub want: f16,
+    pub dtype: OutDtype,
+    /// The bits of both values, in `dtype`.
+    pub got: u16,
+    pub want: u16,
 }
 
 impl fmt::Display for Mismatch {
@@ -48,10 +54,10 @@ impl fmt::Display for Mismatch {
             self.l,
             self.m,
             self.n,
+            self.dtype.to_f32(self.got),
             self.got,
-            self.got.to_bits(),
-            self.want,
-            self.want.to_bits()
+            self.dtype.to_f32(self.want),
+            self.want
         )
     }
 }
@@ -148,20 +154,23 @@ impl fmt::Display for Comparison {
 
 /// Compares `got` with `want`, both C as `[L][M][N]` row-major.
 ///
-/// Precondition: both slices hold exactly L * M * N elements; panics otherwise.
-pub fn compare(shape: Shape, got: &[f16], want: &[f16]) -> Comparison {
+/// Preconditions: both hold exactly L * M * N elements of the same type; panics otherwise.
+pub fn compare(shape: Shape, got: &Output, want: &Output) -> Comparison {
     let elements = u64::from(shape.l) * u64::from(shape.m) * u64::from(shape.n);
     assert_eq!(got.len() as u64, elements, "`got` does not hold C of {shape}");
     assert_eq!(want.len() as u64, elements, "`want` does not hold C of {shape}");
+    assert_eq!(got.dtype, want.dtype, "`got` and `want` have different types");
+    let dtype = got.dtype;
     let (m, n) = (shape.m as usize, shape.n as usize);
-    got.par_chunks(CHUNK)
-        .zip(want.par_chunks(CHUNK))
+    got.bits
+        .par_chunks(CHUNK)
+        .zip(want.bits.par_chunks(CHUNK))
         .enumerate()
         .map(|(chunk, (got, want))| {
             let mut c = Comparison::empty();
             c.elements = got.len() as u64;
             for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-                let (fails, nan_fail) = compare_element(&mut c, g, w);
+                let (fails, nan_fail) = compare_element(&mut c, dtype, g, w);
                 if fails {
                     if nan_fail {
                         c.nan_mismatches += 1;
@@ -174,6 +183,7 @@ pub fn compare(shape: Shape, got: &[f16], want: &[f16]) -> Comparison {
                             l: (index / (m * n)) as u32,
                             m: (index / n % m) as u32,
                             n: (index % n) as u32,
+                            dtype,
                             got: g,
                             want: w,
                         });
@@ -186,8 +196,9 @@ pub fn compare(shape: Shape, got: &[f16], want: &[f16]) -> Comparison {
 }
 
 /// Folds one element into `c`'s maxima and exactness; returns (fails, because of NaN).
-fn compare_element(c: &mut Comparison, got: f16, want: f16) -> (bool, bool) {
-    match (got.is_nan(), want.is_nan()) {
+fn compare_element(c: &mut Comparison, dtype: OutDtype, got: u16, want: u16) -> (bool, bool) {
+    let (g, w) = (f64::from(dtype.to_f32(got)), f64::from(dtype.to_f32(want)));
+    match (g.is_nan(), w.is_nan()) {
         (true, true) => return (false, false),
         (true, false) | (false, true) => {
             c.bit_exact = false;
@@ -198,7 +209,6 @@ fn compare_element(c: &mut Comparison, got: f16, want: f16) -> (bool, bool) {
     let ulps = ulp_distance(got, want);
     c.max_ulps = c.max_ulps.max(ulps);
     c.bit_exact &= ulps == 0;
-    let (g, w) = (f64::from(got), f64::from(want));
     // `g == w` first so that an infinity meeting itself is no error (Inf - Inf is NaN).
     let abs = if g == w { 0.0 } else { (g - w).abs() };
     c.max_abs_err = c.max_abs_err.max(abs);
@@ -209,20 +219,22 @@ fn compare_element(c: &mut Comparison, got: f16, want: f16) -> (bool, bool) {
     (!passes, false)
 }
 
-/// The distance between two non-NaN fp16 values in ulps: their bit patterns mapped to
-/// ordered integers (negative values mirrored below zero, so -0 and +0 meet at 0).
-fn ulp_distance(a: f16, b: f16) -> u32 {
-    let ordered = |x: f16| {
-        let bits = x.to_bits();
+/// The distance between two non-NaN fp16 (or two bf16) values in ulps: their bit
+/// patterns mapped to ordered integers (negative values mirrored below zero, so -0 and +0
+/// meet at 0). Both types are sign-magnitude with the sign in bit 15.
+fn ulp_distance(a: u16, b: u16) -> u32 {
+    let ordered = |bits: u16| {
         let magnitude = i32::from(bits & 0x7FFF);
         if bits & 0x8000 != 0 { -magnitude } else { magnitude }
     };
     ordered(a).abs_diff(ordered(b))
 }
 
-/// Elements of C that still hold exactly the [`POISON`] bits: never written by the kernel.
-pub fn unwritten(c: &[f16]) -> u64 {
-    c.par_chunks(CHUNK).map(|chunk| chunk.iter().filter(|x| x.to_bits() == POISON.to_bits()).count() as u64).sum()
+/// Elements of C that still hold exactly the poison bits of its type ([`POISON`] for
+/// fp16): never written by the kernel.
+pub fn unwritten(c: &Output) -> u64 {
+    let poison = c.dtype.poison();
+    c.bits.par_chunks(CHUNK).map(|chunk| chunk.iter().filter(|&&x| x == poison).count() as u64).sum()
 }
 
 #[cfg(test)]
@@ -237,15 +249,24 @@ mod tests {
         f16::from_bits(bits)
     }
 
+    /// Compares fp16 values.
+    fn cmp(s: Shape, got: &[f16], want: &[f16]) -> Comparison {
+        compare(s, &Output::from_f16(got), &Output::from_f16(want))
+    }
+
     /// Compares one element (a 1x1x64 problem).
     fn one(got: f16, want: f16) -> Comparison {
-        compare(shape(1, 1, 1), &[got], &[want])
+        cmp(shape(1, 1, 1), &[got], &[want])
+    }
+
+    fn ulps(a: f16, b: f16) -> u32 {
+        ulp_distance(a.to_bits(), b.to_bits())
     }
 
     #[test]
     fn exact_match_is_bit_exact() {
         let want: Vec<f16> = (0..3 * 5 * 7).map(|i| f16::from_f32(i as f32 - 50.0)).collect();
-        let c = compare(shape(5, 7, 3), &want, &want);
+        let c = cmp(shape(5, 7, 3), &want, &want);
         assert_eq!(c.elements, 105);
         assert!(c.passed() && c.bit_exact);
         assert_eq!((c.mismatches, c.nan_mismatches, c.max_ulps), (0, 0, 0));
@@ -316,19 +337,19 @@ mod tests {
     #[test]
     fn ulps_across_zero_and_exponents() {
         // The smallest subnormals on either side of zero are 2 ulps apart.
-        assert_eq!(ulp_distance(h(0x0001), h(0x8001)), 2);
-        assert_eq!(ulp_distance(f16::ZERO, h(0x8001)), 1);
+        assert_eq!(ulps(h(0x0001), h(0x8001)), 2);
+        assert_eq!(ulps(f16::ZERO, h(0x8001)), 1);
         // The largest value below 2 (0x3FFF) and 2 (0x4000) are adjacent.
-        assert_eq!(ulp_distance(h(0x3FFF), f16::from_f32(2.0)), 1);
+        assert_eq!(ulps(h(0x3FFF), f16::from_f32(2.0)), 1);
         // 1 and 2 are one exponent (1024 ulps) apart; -1 and 1 twice 0x3C00.
-        assert_eq!(ulp_distance(f16::ONE, f16::from_f32(2.0)), 1024);
-        assert_eq!(ulp_distance(f16::NEG_ONE, f16::ONE), 2 * 0x3C00);
-        assert_eq!(ulp_distance(f16::MAX, f16::INFINITY), 1);
-        assert_eq!(ulp_distance(f16::NEG_INFINITY, f16::INFINITY), 2 * 0x7C00);
+        assert_eq!(ulps(f16::ONE, f16::from_f32(2.0)), 1024);
+        assert_eq!(ulps(f16::NEG_ONE, f16::ONE), 2 * 0x3C00);
+        assert_eq!(ulps(f16::MAX, f16::INFINITY), 1);
+        assert_eq!(ulps(f16::NEG_INFINITY, f16::INFINITY), 2 * 0x7C00);
         // Through compare: max over elements, NaN pairs excluded.
         let want = [f16::ONE, f16::NAN, f16::ZERO];
         let got = [f16::from_f32(2.0), f16::NAN, h(0x8003)];
-        assert_eq!(compare(shape(1, 3, 1), &got, &want).max_ulps, 1024);
+        assert_eq!(cmp(shape(1, 3, 1), &got, &want).max_ulps, 1024);
     }
 
     #[test]
@@ -341,9 +362,12 @@ mod tests {
         got[at(1, 250, 7)] = f16::from_f32(5.0);
         got[at(1, 2, 299)] = POISON;
         got[at(0, 299, 3)] = f16::from_f32(1.5);
-        let c = compare(s, &got, &want);
+        let c = cmp(s, &got, &want);
         assert_eq!((c.mismatches, c.nan_mismatches), (2, 1));
-        assert_eq!(c.first_mismatch, Some(Mismatch { l: 0, m: 299, n: 3, got: f16::from_f32(1.5), want: f16::ONE }));
+        assert_eq!(
+            c.first_mismatch,
+            Some(Mismatch { l: 0, m: 299, n: 3, dtype: OutDtype::F16, got: 0x3E00, want: 0x3C00 })
+        );
         assert_eq!(c.max_abs_err, 4.0);
         let text = c.to_string();
         assert!(text.starts_with("FAIL: 3 of 180000 elements fail"), "{text}");
@@ -357,13 +381,29 @@ mod tests {
         c[69_999] = POISON;
         c[5] = f16::NAN;
         c[6] = h(0x7E02);
-        assert_eq!(unwritten(&c), 2);
+        assert_eq!(unwritten(&Output::from_f16(&c)), 2);
         assert!(POISON.is_nan());
+    }
+
+    #[test]
+    fn bf16_is_compared_in_bf16() {
+        let s = shape(1, 3, 1);
+        let bf = |bits: Vec<u16>| Output { dtype: OutDtype::Bf16, bits };
+        // 1.0, 1 + 2^-7 (one bf16 ulp), NaN (any payload meets any).
+        let want = bf(vec![0x3F80, 0x3F80, 0x7FC0]);
+        let got = bf(vec![0x3F80, 0x3F81, 0x7FFF]);
+        let c = compare(s, &got, &want);
+        assert_eq!(c.max_ulps, 1);
+        assert!(!c.bit_exact);
+        // 2^-7 = 0.0078 is beyond 1e-3 + 1e-3 * 1: a failure, reported in bf16 values.
+        assert_eq!(c.mismatches, 1);
+        assert!(c.to_string().contains("C[l=0][m=0][n=1] = 1.0078125 (0x3f81), expected 1 (0x3f80)"), "{c}");
+        assert_eq!(unwritten(&bf(vec![0x7FC1, 0x7FC0, 0x7E01])), 1);
     }
 
     #[test]
     #[should_panic(expected = "does not hold C")]
     fn wrong_length_panics() {
-        compare(shape(2, 2, 1), &[f16::ZERO; 3], &[f16::ZERO; 4]);
+        cmp(shape(2, 2, 1), &[f16::ZERO; 3], &[f16::ZERO; 4]);
     }
 }

@@ -137,3 +137,32 @@ fn sm90_is_race_free_and_bit_exact_under_seeded_schedules() {
         assert!(c.bit_exact, "seed {seed}: not bit-exact: {c}");
     }
 }
+
+/// Every kernel through each epilogue variant (alpha by value and from memory, a bias,
+/// bf16 out), bit-exact against the reference's fp32 epilogue on the benchmark's
+/// distribution; the split-K shapes run the epilogue in sm90v2's reduce launch and in
+/// sm100's last-CTA fix-up.
+#[test]
+fn every_kernel_applies_alpha_bias_and_bf16_like_the_reference() {
+    let cases = [
+        (Kernel::Naive, "65x77x128x2"),
+        (Kernel::Sm90, "129x136x128"),
+        (Kernel::Sm90v2, "65x77x128"),
+        (Kernel::Sm90v2, "100x260x4096"),
+        (Kernel::Sm100, "129x136x128"),
+        (Kernel::Sm100, "100x130x4096"),
+    ];
+    for (kernel, shape) in cases {
+        let base = problem(shape, Distribution::GpuMode, 11);
+        for epilogue in host::cli::epilogue_variants(base.shape.n, 3) {
+            let what = format!("{kernel} {shape} {}", epilogue.describe());
+            let p = Problem { epilogue, ..base.clone() };
+            let run = emulate::run(&p, kernel).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let want = reference(&p);
+            assert_eq!(run.c.dtype, p.epilogue.out, "{what}");
+            assert_eq!(unwritten(&run.c), 0, "{what}: elements left unwritten");
+            let c = compare(p.shape, &run.c, &want);
+            assert!(c.bit_exact, "{what}: {c}");
+        }
+    }
+}

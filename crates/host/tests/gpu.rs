@@ -71,3 +71,53 @@ fn instruction_probes_agree_on_the_gpu_the_emulator_and_the_expected_values() {
     assert!(results.iter().all(|r| r.passed), "{report}");
     assert!(results.iter().any(|r| matches!(r.gpu, Side::Ran { .. })), "no probe ran on this GPU:\n{report}");
 }
+
+/// The library call on caller memory: buffers allocated by the caller, a stream of its own
+/// (not the default one), alpha read from GPU memory, a bias, bf16 out; two calls in a row
+/// on one workspace; the result equals the reference bit for bit.
+#[test]
+#[ignore = "needs an NVIDIA GPU with the CUDA 13 driver"]
+fn the_api_runs_on_caller_memory_and_stream() {
+    use cudarc::driver::DevicePtr;
+    use host::api::{Alpha, Epilogue, Gemms, Operands};
+    use host::problem::Output;
+    use nvfp4::epilogue::OutDtype;
+
+    let gemms = Gemms::for_device(0).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&gemms, &Gemms::for_device(0).unwrap()), "loaded once per device");
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    for shape in ["128x7168x2048", "100x200x320x2", "128x4096x7168"] {
+        let mut p = generate(shape.parse().unwrap(), Distribution::GpuMode, 21);
+        let bias = host::generate::bias(p.shape.n, OutDtype::Bf16, 2);
+        p.epilogue = host::problem::Epilogue {
+            alpha: 0.75,
+            alpha_in_memory: true,
+            bias: Some(bias.clone()),
+            out: OutDtype::Bf16,
+        };
+        let want = reference(&p);
+        let up = |v: &[u8]| stream.clone_htod(v).unwrap();
+        let (a, b, sfa, sfb) = (up(&p.a), up(&p.b), up(&p.sfa), up(&p.sfb));
+        let alpha = stream.clone_htod(&[0.75f32]).unwrap();
+        let bias = stream.clone_htod(&bias).unwrap();
+        let mut c = stream.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).unwrap();
+        let workspace = stream.alloc_zeros::<u8>(gemms.workspace_bytes(p.shape).max(1) as usize).unwrap();
+        let ptr = |x: &cudarc::driver::CudaSlice<u8>| x.device_ptr(&stream).0;
+        let ops = Operands { a: ptr(&a), b: ptr(&b), sfa: ptr(&sfa), sfb: ptr(&sfb), c: c.device_ptr(&stream).0 };
+        let epilogue = Epilogue {
+            alpha: Alpha::Device(alpha.device_ptr(&stream).0),
+            bias: bias.device_ptr(&stream).0,
+            out: OutDtype::Bf16,
+        };
+        for call in 0..2 {
+            stream.memcpy_htod(&vec![OutDtype::Bf16.poison(); c.len()], &mut c).unwrap();
+            // SAFETY: every buffer above has the sizes the shape implies and outlives the call.
+            unsafe { gemms.enqueue(stream.cu_stream(), &ops, p.shape, &epilogue, ptr(&workspace)) }.unwrap();
+            stream.synchronize().unwrap();
+            let got = Output { dtype: OutDtype::Bf16, bits: stream.clone_dtoh(&c).unwrap() };
+            let cmp = compare(p.shape, &got, &want);
+            assert!(cmp.bit_exact && unwritten(&got) == 0, "{} {shape} call {call}: {cmp}", gemms.kernel());
+        }
+    }
+}

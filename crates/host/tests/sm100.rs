@@ -73,6 +73,7 @@ fn split_k_counters_are_left_zero_for_the_next_launch() {
         n: shape.n,
         k: shape.k,
         l: shape.l,
+        ..kernel::GemmArgs::IDENTITY
     };
     let l = sm100::launch(shape.m, shape.n, shape.k, shape.l);
     let config = emu::LaunchConfig { grid: l.grid, block: l.block, dynamic_smem: l.dynamic_smem };
@@ -82,8 +83,7 @@ fn split_k_counters_are_left_zero_for_the_next_launch() {
         emu::launch(&memory, config, || sm100::gemm::<sm100::Correct>(&args)).unwrap();
         let mut bytes = vec![0u8; shape.c_bytes() as usize];
         memory.read(args.c, &mut bytes).unwrap();
-        let got: Vec<half::f16> =
-            bytes.chunks_exact(2).map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect();
+        let got = host::problem::Output::from_le_bytes(nvfp4::epilogue::OutDtype::F16, &bytes);
         assert!(compare(shape, &got, &want).bit_exact, "launch {launch}");
         let mut counters = vec![0u8; 256];
         memory.read(args.workspace, &mut counters).unwrap();

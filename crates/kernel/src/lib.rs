@@ -41,13 +41,18 @@ macro_rules! gemm_entry_point {
             n: u32,
             k: u32,
             l: u32,
+            alpha: f32,
+            alpha_ptr: u64,
+            bias: u64,
+            out_dtype: u32,
         ) {
-            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, workspace, m, n, k, l })
+            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, workspace, m, n, k, l, alpha, alpha_ptr, bias, out_dtype })
         }
     };
 }
 
 pub mod dequant;
+pub mod epilogue;
 pub mod naive;
 pub mod probes;
 pub mod ptx;
@@ -59,14 +64,17 @@ pub mod sm90;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90v2;
 
-/// The arguments every GEMM kernel takes: device addresses and the shape.
+/// The arguments every GEMM kernel takes: device addresses, the shape and the epilogue.
 ///
 /// `a` is [L][M][K/2] packed e2m1, `b` [L][N][K/2], `sfa`/`sfb` the blocked e4m3 scales
-/// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] fp16.
+/// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] of
+/// `out_dtype` (an [`nvfp4::epilogue::OutDtype`] code: fp16 or bf16), computed as
+/// `round(alpha · acc + bias[n])` ([`epilogue`]): `alpha` is read from `alpha_ptr` (one
+/// f32) when that is not 0, and `bias` ([N], C's type) is added when it is not 0.
 /// `workspace` is scratch for kernels that split K across CTAs (the kernel module's
 /// `workspace_bytes`, 0 for most shapes and kernels): zero-filled before a kernel's first
 /// launch, and left zero-filled where it must be by every launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct GemmArgs {
     pub a: u64,
@@ -79,6 +87,31 @@ pub struct GemmArgs {
     pub n: u32,
     pub k: u32,
     pub l: u32,
+    pub alpha: f32,
+    pub alpha_ptr: u64,
+    pub bias: u64,
+    pub out_dtype: u32,
+}
+
+impl GemmArgs {
+    /// No buffers, an empty shape, the identity epilogue (alpha 1 as an argument, no bias,
+    /// fp16): a base for `GemmArgs { a, b, .., ..GemmArgs::IDENTITY }`.
+    pub const IDENTITY: GemmArgs = GemmArgs {
+        a: 0,
+        b: 0,
+        sfa: 0,
+        sfb: 0,
+        c: 0,
+        workspace: 0,
+        m: 0,
+        n: 0,
+        k: 0,
+        l: 0,
+        alpha: 1.0,
+        alpha_ptr: 0,
+        bias: 0,
+        out_dtype: nvfp4::epilogue::OutDtype::F16.code(),
+    };
 }
 
 /// How to launch a kernel: grid, CTA size and dynamic shared memory.

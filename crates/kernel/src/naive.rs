@@ -3,7 +3,8 @@
 //! Thread (n, m, l) walks K in blocks of 16 values: it decodes the 16 e2m1 values of
 //! row m of A and row n of B, sums their 16 products (exact in f32: multiples of 1/4
 //! below 2^10), multiplies by the two e4m3 scales read from the blocked layout (exact),
-//! and accumulates in f32; one rounding to fp16 at the end. It reads the scales exactly
+//! and accumulates in f32; at the end the [`epilogue`](crate::epilogue) (alpha, bias, one
+//! rounding to fp16 or bf16). It reads the scales exactly
 //! where every other kernel does, so it also checks the layout the host produces.
 //!
 //! It runs on any GPU CUDA 13 supports (the portable PTX targets sm_75) and is the reference for shapes
@@ -11,7 +12,8 @@
 
 use nvfp4::{e2m1, e4m3, layout, shape::SF_VECTOR};
 
-use crate::ptx::{cvt, memory, special};
+use crate::epilogue::{Epilogue, OUT_BYTES};
+use crate::ptx::{memory, special};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// Threads per CTA, along N.
@@ -38,6 +40,7 @@ pub fn gemm(args: &GemmArgs) {
     let sf_cols = args.k / SF_VECTOR;
     let sfa_batch = layout::batch_bytes(args.m, sf_cols);
     let sfb_batch = layout::batch_bytes(args.n, sf_cols);
+    let epilogue = Epilogue::load(args);
 
     let mut l = special::ctaid_z();
     while l < args.l {
@@ -62,8 +65,8 @@ pub fn gemm(args: &GemmArgs) {
                 let scale_b = e4m3::decode(memory::ld_global_nc_u8(sfb + layout::offset(n, block, sf_cols)));
                 acc += dot * (scale_a * scale_b);
             }
-            let c = args.c + ((l as u64 * args.m as u64 + m as u64) * args.n as u64 + n as u64) * 2;
-            memory::st_global_b16(c, cvt::f16_from_f32(acc));
+            let c = args.c + ((l as u64 * args.m as u64 + m as u64) * args.n as u64 + n as u64) * OUT_BYTES as u64;
+            memory::st_global_b16(c, epilogue.one(acc, n));
             m += special::nctaid_y();
         }
         l += special::nctaid_z();

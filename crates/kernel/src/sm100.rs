@@ -67,9 +67,10 @@ use nvfp4::shape::{K_GRANULE, SF_VECTOR};
 use nvfp4::sm100::{InstrDesc, SmemDesc};
 use nvfp4::swizzle::Swizzle;
 
+use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::tcgen05::{self, TmemAddr};
-use crate::ptx::{SmemAddr, barrier, cp_async, cvt, fence, memory, special, warp};
+use crate::ptx::{SmemAddr, barrier, cp_async, fence, memory, special, warp};
 use crate::ring::RingPos;
 use crate::{GemmArgs, Launch};
 
@@ -129,8 +130,6 @@ const BARRIER_CTA: u32 = 0;
 const BARRIER_EPILOGUE: u32 = 1;
 /// Bytes of one f32.
 const F32_BYTES: u32 = 4;
-/// fp16 bytes.
-const F16_BYTES: u32 = 2;
 
 /// The instruction descriptor: E2M1 x E2M1, ue4m3 scales, K-major, 128 x 64 (checked
 /// against the published values in `nvfp4::sm100`'s tests).
@@ -622,12 +621,13 @@ fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
     }
 }
 
-/// Warps 5-8: tensor memory → registers → fp16 → C.
+/// Warps 5-8: tensor memory → registers → alpha, bias, fp16 or bf16 → C.
 #[inline(always)]
 fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
     // Warp w may only read lanes 32·(w%4)..: its quarter of the tile's rows.
     let quarter = warp % 4;
     let (m_count, n_count) = (p.args.m, p.args.n);
+    let out = Epilogue::load(&p.args);
     let mut acc = RingPos::<ACCUMULATORS>::START;
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
@@ -635,7 +635,7 @@ fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
         tcgen05::fence_after_thread_sync();
         let tile_row = quarter * WARP + lane;
         let row = tile.m0 + tile_row;
-        let c_row = p.args.c + ((tile.l as u64 * m_count as u64 + row as u64) * n_count as u64) * F16_BYTES as u64;
+        let c_row = p.args.c + ((tile.l as u64 * m_count as u64 + row as u64) * n_count as u64) * OUT_BYTES as u64;
         for part in 0..BLOCK_N / WARP {
             let mut v = [0u32; 32];
             let columns = tmem.lane(quarter * WARP).column(ACC_COLUMN + acc.slot * BLOCK_N + part * WARP);
@@ -645,14 +645,14 @@ fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
                 let partial = p.partial_row(&tile, tile.split, tile_row) + (part * WARP * F32_BYTES) as u64;
                 store_partial(partial, &v);
             } else if row < m_count {
-                store_row_part(c_row, tile.n0 + part * WARP, n_count, &v);
+                store_row_part(&out, c_row, tile.n0 + part * WARP, n_count, &v);
             }
         }
         // Every load of this accumulator has completed: hand it back to the MMA warp.
         tcgen05::fence_before_thread_sync();
         smem.tmem_empty(acc.slot).arrive();
         if p.splits > 1 {
-            fix_up(smem, p, &tile, tile_row, c_row, lane + WARP * (warp - FIRST_EPILOGUE_WARP));
+            fix_up(smem, p, &out, &tile, tile_row, c_row, lane + WARP * (warp - FIRST_EPILOGUE_WARP));
         }
         acc.advance();
         local_tile += 1;
@@ -671,7 +671,7 @@ fn store_partial(addr: u64, v: &[u32; 32]) {
 /// The split-K fix-up of one tile, by the 128 epilogue threads (`thread` 0..128): count this
 /// CTA's partial in; if it was the last, sum all partials in split order and write C.
 #[inline(always)]
-fn fix_up(smem: Smem, p: &Problem, tile: &Tile, tile_row: u32, c_row: u64, thread: u32) {
+fn fix_up(smem: Smem, p: &Problem, out: &Epilogue, tile: &Tile, tile_row: u32, c_row: u64, thread: u32) {
     // This thread's partial stores happen before the count, for every thread of the GPU.
     fence::acq_rel_gpu();
     barrier::sync(BARRIER_EPILOGUE, EPILOGUE_THREADS);
@@ -693,7 +693,7 @@ fn fix_up(smem: Smem, p: &Problem, tile: &Tile, tile_row: u32, c_row: u64, threa
             add_partial(&mut sum, partial);
         }
         if row < p.args.m {
-            store_row_part(c_row, tile.n0 + part * WARP, p.args.n, &sum.map(f32::to_bits));
+            store_row_part(out, c_row, tile.n0 + part * WARP, p.args.n, &sum.map(f32::to_bits));
         }
     }
     if thread == 0 {
@@ -714,36 +714,36 @@ fn add_partial(sum: &mut [f32; 32], addr: u64) {
     });
 }
 
-/// Stores 32 f32 values (bits) of one row as fp16 at columns `col0..col0 + 32` of the
-/// row starting at `c_row`, masking columns past `n_count`. Unrolled at compile time so
-/// every register index is a constant and `v` stays in registers.
+/// Stores 32 f32 values (bits) of one row through the epilogue at columns `col0..col0 +
+/// 32` of the row starting at `c_row`, masking columns past `n_count`. Unrolled at compile
+/// time so every register index is a constant and `v` stays in registers.
 #[inline(always)]
 // `seq!` expands Q to the literals 0..4, so `8 * Q` reads `8 * 0`, ...: clippy's
 // identity/erasing-op lints fire on the expansion, not on anything to simplify.
 #[allow(clippy::identity_op, clippy::erasing_op)]
-fn store_row_part(c_row: u64, col0: u32, n_count: u32, v: &[u32; 32]) {
+fn store_row_part(out: &Epilogue, c_row: u64, col0: u32, n_count: u32, v: &[u32; 32]) {
     let f = |i: usize| f32::from_bits(v[i]);
     // 16-byte stores need every row to start 16-byte aligned: N a multiple of 8.
     let vector = n_count.is_multiple_of(8);
     seq_macro::seq!(Q in 0..4 {{
         const E: usize = 8 * Q;
         let col = col0 + E as u32;
-        let addr = c_row + col as u64 * F16_BYTES as u64;
+        let addr = c_row + col as u64 * OUT_BYTES as u64;
         if vector && col + 8 <= n_count {
-            // `cvt.rn.f16x2.f32 d, hi, lo` puts `hi` in the upper half: the odd column.
+            // Each word holds columns col + 2i (low half) and col + 2i + 1 (high half).
             memory::st_global_v4_b32(
                 addr,
                 [
-                    cvt::f16x2_from_f32(f(E + 1), f(E)),
-                    cvt::f16x2_from_f32(f(E + 3), f(E + 2)),
-                    cvt::f16x2_from_f32(f(E + 5), f(E + 4)),
-                    cvt::f16x2_from_f32(f(E + 7), f(E + 6)),
+                    out.pair(f(E), f(E + 1), col),
+                    out.pair(f(E + 2), f(E + 3), col + 2),
+                    out.pair(f(E + 4), f(E + 5), col + 4),
+                    out.pair(f(E + 6), f(E + 7), col + 6),
                 ],
             );
         } else {
             seq_macro::seq!(I in 0..8 {
                 if col + I < n_count {
-                    memory::st_global_b16(addr + (I * F16_BYTES) as u64, cvt::f16_from_f32(f(E + I)));
+                    memory::st_global_b16(addr + (I * OUT_BYTES) as u64, out.one(f(E + I), col + I));
                 }
             });
         }

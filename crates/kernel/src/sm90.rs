@@ -41,6 +41,7 @@ use nvfp4::shape::{K_GRANULE, SF_VECTOR};
 use nvfp4::sm90::SmemDesc;
 use nvfp4::swizzle::Swizzle;
 
+use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, fence, memory, special, warp, wgmma};
 use crate::ring::RingPos;
@@ -414,6 +415,7 @@ fn convert_row(raw: SmemAddr, scales: u32, tile: SmemAddr, row: u32) {
 const ACCUMULATORS: usize = (WGMMA_M * BLOCK_N / WARPGROUP) as usize;
 
 /// Warpgroups 1 and 2: wgmma over the fp16 ring, then the epilogue.
+#[inline(always)]
 fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
     let mut ring = RingPos::<STAGES>::START;
     let mut local_tile = 0;
@@ -452,7 +454,8 @@ fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
     }
 }
 
-/// Writes one warpgroup's 64 x 128 accumulator block to C as fp16.
+/// Writes one warpgroup's 64 x 128 accumulator block to C through the epilogue (alpha,
+/// bias, fp16 or bf16).
 ///
 /// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): thread t of the warpgroup holds, for
 /// v in 0..64, the element at row 16·(t/32) + (t%32)/4 + 8·((v/2)%2) and column
@@ -465,8 +468,9 @@ fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
 #[allow(clippy::identity_op, clippy::erasing_op)]
 fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUMULATORS]) {
     let (m_count, n_count) = (p.args.m, p.args.n);
+    let epilogue = Epilogue::load(&p.args);
     let pair_stores = n_count % 2 == 0; // 4-byte aligned pairs need an even row length
-    let batch = p.args.c + tile.l as u64 * m_count as u64 * n_count as u64 * F16_BYTES as u64;
+    let batch = p.args.c + tile.l as u64 * m_count as u64 * n_count as u64 * OUT_BYTES as u64;
     let (warp, lane) = (thread / 32, thread % 32);
     let row0 = tile.m0 + half * WGMMA_M + 16 * warp + lane / 4;
     let col0 = tile.n0 + 2 * (lane % 4);
@@ -474,14 +478,14 @@ fn store_tile(p: &Problem, tile: Tile, half: u32, thread: u32, acc: &[f32; ACCUM
         const V: u32 = 2 * PAIR;
         let (row, col) = (row0 + 8 * ((V / 2) % 2), col0 + 8 * (V / 4));
         if row < m_count && col < n_count {
-            let addr = batch + (row as u64 * n_count as u64 + col as u64) * F16_BYTES as u64;
+            let addr = batch + (row as u64 * n_count as u64 + col as u64) * OUT_BYTES as u64;
             let (lo, hi) = (acc[V as usize], acc[V as usize + 1]);
             if pair_stores && col + 1 < n_count {
-                memory::st_global_b32(addr, cvt::f16x2_from_f32(hi, lo));
+                memory::st_global_b32(addr, epilogue.pair(lo, hi, col));
             } else {
-                memory::st_global_b16(addr, cvt::f16_from_f32(lo));
+                memory::st_global_b16(addr, epilogue.one(lo, col));
                 if col + 1 < n_count {
-                    memory::st_global_b16(addr + F16_BYTES as u64, cvt::f16_from_f32(hi));
+                    memory::st_global_b16(addr + OUT_BYTES as u64, epilogue.one(hi, col + 1));
                 }
             }
         }

@@ -91,6 +91,7 @@ use nvfp4::shape::{K_GRANULE, SF_VECTOR};
 use nvfp4::sm90::SmemDesc;
 use nvfp4::swizzle::Swizzle;
 
+use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, memory, special, warp, wgmma};
 use crate::ring::RingPos;
@@ -698,11 +699,12 @@ fn partial_offset(bq: u32, ctid: u32) -> u64 {
 /// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v of warp w's thread
 /// (g = lane/4, t = lane%4) holds accumulator row 16w + g + 8·((v/2)%2) and column
 /// 8·(v/4) + 2t + v%2. Rows are weight rows (n), columns activation rows (m): each value
-/// is one fp16 of C[m][n].
+/// is one element of C[m][n], through the epilogue (alpha, bias[n], fp16 or bf16).
 #[derive(Clone, Copy)]
 struct Place {
     /// C of the batch.
     c: u64,
+    epilogue: Epilogue,
     m_count: u32,
     n_count: u32,
     /// n of block 0, register 0; m of register 0.
@@ -718,7 +720,8 @@ impl Place {
         let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
         let args = &p.args;
         Place {
-            c: args.c + l as u64 * args.m as u64 * args.n as u64 * F16_BYTES as u64,
+            c: args.c + l as u64 * args.m as u64 * args.n as u64 * OUT_BYTES as u64,
+            epilogue: Epilogue::load(args),
             m_count: args.m,
             n_count: args.n,
             n_base: n0 + c * BLOCKS as u32 * WGMMA_M + 16 * w + g,
@@ -726,14 +729,14 @@ impl Place {
         }
     }
 
-    /// Stores accumulator `v` of block `b` as fp16, if it lies inside C.
+    /// Stores accumulator `v` of block `b`, if it lies inside C.
     #[inline(always)]
     fn store(&self, b: u32, v: u32, value: f32) {
         let n = self.n_base + b * WGMMA_M + 8 * ((v / 2) % 2);
         let m = self.m_base + 8 * (v / 4) + v % 2;
         if n < self.n_count && m < self.m_count {
-            let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * F16_BYTES as u64;
-            memory::st_global_b16(addr, cvt::f16_from_f32(value));
+            let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
+            memory::st_global_b16(addr, self.epilogue.one(value, n));
         }
     }
 }

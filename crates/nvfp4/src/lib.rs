@@ -7,6 +7,8 @@
 //! C[l][m][n] = fp16( sum over k of  a[l][m][k] * sfa[l][m][k/16] * b[l][n][k] * sfb[l][n][k/16] )
 //! ```
 //!
+//! (in general `round(alpha · sum + bias[n])` to fp16 or bf16, see [`epilogue`])
+//!
 //! with A (M x K) and B (N x K) both K-major. Everything a kernel has to agree on with the
 //! host about that format lives here, once:
 //!
@@ -14,6 +16,8 @@
 //!   the even k in the low nibble.
 //! - [`e4m3`]: the fp8 scales (bias 7, no infinities, NaN = 0x7F/0xFF, max 448), decoded
 //!   exactly and encoded with PyTorch's rounding.
+//! - [`epilogue`]: `C = round(alpha · acc + bias)` to fp16 or bf16, the order of its fp32
+//!   operations fixed so the CPU reference reproduces every kernel bit for bit.
 //! - [`shape`]: `M x N x K [x L]`, what a kernel accepts (K a multiple of 64) and the byte
 //!   counts of every operand.
 //! - [`layout`]: the "blocked" scale layout of cuBLAS and CuTe (128-row x 4-scale tiles of 512
@@ -35,6 +39,7 @@ extern crate std;
 
 pub mod e2m1;
 pub mod e4m3;
+pub mod epilogue;
 pub mod layout;
 pub mod shape;
 pub mod sm100;

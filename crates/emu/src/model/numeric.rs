@@ -92,6 +92,17 @@ pub fn cvt_f16_f32(x: f32) -> u16 {
     }
 }
 
+/// The NaN `cvt.rn.bf16x2.f32` writes.
+pub const BF16_CANONICAL_NAN: u16 = 0x7FFF;
+
+/// `cvt.rn.bf16.f32` (PTX ISA §9.7.9.21 "cvt", `.bf16` destination; sm_80+): round to nearest
+/// even (bf16 is the upper half of an f32, so only the mantissa narrows: no new overflow or
+/// underflow rules beyond the carry into the exponent); NaN → 0x7FFF. Modelled with the `half`
+/// crate's conversion, independent of the kernels' own software rounding for sm_75.
+pub fn cvt_bf16_f32(x: f32) -> u16 {
+    if x.is_nan() { BF16_CANONICAL_NAN } else { half::bf16::from_f32(x).to_bits() }
+}
+
 /// `cvt.f32.f16` (PTX ISA §9.7.9.21 "cvt"): exact widening — every f16 (subnormals included) is
 /// an f32. NaN → the canonical f32 NaN 0x7FFF_FFFF.
 pub fn f16_to_f32(h: u16) -> f32 {

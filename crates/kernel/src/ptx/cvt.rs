@@ -1,5 +1,9 @@
-//! Conversions and packed half-precision arithmetic (PTX ISA 9.7.9.21 `cvt`,
-//! 9.7.4 half-precision instructions).
+//! Conversions, packed half-precision arithmetic and the fp32 arithmetic of the epilogue
+//! (PTX ISA 9.7.9.21 `cvt`, 9.7.4 half-precision, 9.7.3 floating-point instructions).
+//!
+//! The fp32 operations are spelled out (`mul.rn`, `fma.rn`) rather than left to `*` and
+//! `mul_add`: an explicit rounding modifier forbids ptxas from contracting a multiply and
+//! an add into one fma, so the GPU rounds exactly where the CPU reference does.
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
@@ -72,5 +76,84 @@ pub fn f16_from_f32(a: f32) -> u16 {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         emu::ops::numeric::cvt_f16_f32(a)
+    }
+}
+
+/// `cvt.rn.bf16x2.f32 d, hi, lo;` — two f32 to one bf16 pair, rounded to nearest even
+/// (NaN → 0x7FFF); like the fp16 form, the first source goes to the UPPER half.
+///
+/// The instruction exists from sm_80; the portable (sm_75) build rounds in software
+/// ([`nvfp4::epilogue::bf16_from_f32`], the same rounding bit for bit).
+#[inline(always)]
+pub fn bf16x2_from_f32(hi: f32, lo: f32) -> u32 {
+    #[cfg(all(target_arch = "nvptx64", any(target_feature = "sm_90a", target_feature = "sm_100a")))]
+    {
+        let r: u32;
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            asm!("cvt.rn.bf16x2.f32 {}, {}, {};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(all(target_arch = "nvptx64", not(any(target_feature = "sm_90a", target_feature = "sm_100a"))))]
+    {
+        use nvfp4::epilogue::bf16_from_f32;
+        (bf16_from_f32(hi) as u32) << 16 | bf16_from_f32(lo) as u32
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::numeric::cvt_bf16x2_f32(hi, lo)
+    }
+}
+
+/// `cvt.f32.f16 d, a;` — fp16 to f32, exactly.
+#[inline(always)]
+pub fn f32_from_f16(a: u16) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: register-only arithmetic.
+        unsafe { asm!("cvt.f32.f16 {}, {};", out(reg32) r, in(reg16) a, options(pure, nomem, nostack)) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::numeric::cvt_f32_f16(a)
+    }
+}
+
+/// `mul.rn.f32 d, a, b;` — one product, rounded to nearest even.
+#[inline(always)]
+pub fn mul_f32(a: f32, b: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            asm!("mul.rn.f32 {}, {}, {};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::numeric::mul_f32(a, b)
+    }
+}
+
+/// `fma.rn.f32 d, a, b, c;` — `a · b + c` computed exactly and rounded once.
+#[inline(always)]
+pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            asm!("fma.rn.f32 {}, {}, {}, {};", out(reg32) r, in(reg32) a, in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::numeric::fma_f32(a, b, c)
     }
 }

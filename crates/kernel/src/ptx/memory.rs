@@ -23,6 +23,40 @@ pub fn ld_global_nc_u8(addr: u64) -> u8 {
     }
 }
 
+/// `ld.global.nc.u16 r, [addr];` (2-byte aligned).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ld_global_nc_u16(addr: u64) -> u16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u16;
+        // SAFETY: as above.
+        unsafe { asm!("ld.global.nc.u16 {}, [{}];", out(reg16) r, in(reg64) addr, options(pure, readonly, nostack)) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::ld_global::<u16>(addr)
+    }
+}
+
+/// `ld.global.nc.u32 r, [addr];` (4-byte aligned).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ld_global_nc_u32(addr: u64) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: as above.
+        unsafe { asm!("ld.global.nc.u32 {}, [{}];", out(reg32) r, in(reg64) addr, options(pure, readonly, nostack)) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::ld_global::<u32>(addr)
+    }
+}
+
 /// `ld.global.nc.u64 r, [addr];` (8-byte aligned).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]

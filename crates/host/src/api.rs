@@ -1,0 +1,334 @@
+//! The GEMM as a library call on the caller's memory and stream: what a serving stack (or
+//! the Python package) calls inside a model's forward pass.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), host::Error> {
+//! use host::api::{Alpha, Epilogue, Gemms, Operands};
+//! use nvfp4::epilogue::OutDtype;
+//! let gemms = Gemms::for_device(0)?; // loaded once per device, picked by compute capability
+//! let shape = "128x7168x16384".parse().unwrap();
+//! # let (a, b, sfa, sfb, c, stream) = (0, 0, 0, 0, 0, std::ptr::null_mut());
+//! let epilogue = Epilogue { alpha: Alpha::Scalar(0.5), bias: 0, out: OutDtype::Bf16 };
+//! let workspace = 0; // gemms.workspace_bytes(shape) bytes, zero-filled once, when not 0
+//! // SAFETY: the addresses are device allocations of the sizes the shape implies.
+//! unsafe { gemms.enqueue(stream, &Operands { a, b, sfa, sfb, c }, shape, &epilogue, workspace)? };
+//! # Ok(()) }
+//! ```
+//!
+//! Nothing here allocates, copies or synchronizes: [`Gemms::enqueue`] checks its arguments
+//! and puts the kernel's launches on the stream, in order. The kernels live in the primary
+//! context of their device, the one PyTorch and the CUDA runtime use, so the addresses of
+//! tensors allocated there are valid as they are.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::sys::CUfunction_attribute as FuncAttr;
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{CudaContext, CudaFunction};
+use cudarc::nvrtc::Ptx;
+use kernel::GemmArgs;
+use nvfp4::Shape;
+use nvfp4::epilogue::OutDtype;
+
+use crate::device::DeviceInfo;
+use crate::embedded;
+use crate::error::{CudaContext as _, Error, Result};
+use crate::kernels::{Kernel, KernelChoice};
+
+/// The fp32 scale of the epilogue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Alpha {
+    Scalar(f32),
+    /// The device address of one f32, read when the kernel runs (a CUDA graph captures the
+    /// address, and every replay reads the value the tensor holds then).
+    Device(u64),
+}
+
+/// `C = round(alpha · A·Bᵀ + bias)`, see [`nvfp4::epilogue`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Epilogue {
+    pub alpha: Alpha,
+    /// Device address of N values of C's type, or 0 for no bias.
+    pub bias: u64,
+    pub out: OutDtype,
+}
+
+impl Epilogue {
+    /// alpha 1, no bias, fp16.
+    pub const IDENTITY: Epilogue = Epilogue { alpha: Alpha::Scalar(1.0), bias: 0, out: OutDtype::F16 };
+}
+
+/// Device addresses of the operands, in the layouts of [`kernel::GemmArgs`]: `a` [L][M][K/2]
+/// and `b` [L][N][K/2] packed e2m1, `sfa`/`sfb` blocked e4m3 scales, `c` [L][M][N].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operands {
+    pub a: u64,
+    pub b: u64,
+    pub sfa: u64,
+    pub sfb: u64,
+    pub c: u64,
+}
+
+/// Alignment the kernels' vector loads and stores need of every operand, in bytes.
+pub const OPERAND_ALIGN: u64 = 16;
+
+/// One kernel loaded in one context, with every entry point of its launches.
+#[derive(Debug)]
+pub struct Gemms {
+    ctx: Arc<CudaContext>,
+    kernel: Kernel,
+    info: DeviceInfo,
+    functions: Vec<(&'static str, CudaFunction)>,
+}
+
+// SAFETY: the context and function handles are plain driver handles, valid from any thread
+// once the context is current (`enqueue` binds it); nothing here is mutated after `load`.
+unsafe impl Send for Gemms {}
+// SAFETY: as above: every method takes `&self` and only reads.
+unsafe impl Sync for Gemms {}
+
+impl Gemms {
+    /// The best kernel for GPU `ordinal`, loaded in its primary context the first time it
+    /// is asked for and shared afterwards.
+    pub fn for_device(ordinal: usize) -> Result<Arc<Gemms>> {
+        static LOADED: OnceLock<Mutex<HashMap<usize, Arc<Gemms>>>> = OnceLock::new();
+        let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = loaded.get(&ordinal) {
+            return Ok(g.clone());
+        }
+        let gpu = crate::Gpu::open(ordinal)?;
+        let kernel = KernelChoice::Auto.resolve(Some(gpu.info.compute_capability));
+        let gemms = Arc::new(Gemms::load(gpu.ctx.clone(), gpu.info.clone(), kernel)?);
+        loaded.insert(ordinal, gemms.clone());
+        Ok(gemms)
+    }
+
+    /// Loads `kernel` in `ctx` (after checking the device can run it).
+    pub fn load(ctx: Arc<CudaContext>, info: DeviceInfo, kernel: Kernel) -> Result<Gemms> {
+        kernel.check_device(&info)?;
+        let (target, entry) = kernel.ptx();
+        let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
+        let module = ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
+        let mut functions = Vec::new();
+        // The steps' entry points and shared memory do not depend on the shape, but a
+        // step may be skipped for some: this small shape with a long K has them all.
+        let every_step = Shape::new(1, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape");
+        for step in kernel.steps(every_step) {
+            let function = module.load_function(step.entry).context(format!("finding kernel {}", step.entry))?;
+            let smem = step.launch.dynamic_smem;
+            if smem > 48 * 1024 {
+                function
+                    .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+                    .context(format!("allowing {smem} bytes of shared memory for {}", step.entry))?;
+            }
+            functions.push((step.entry, function));
+        }
+        debug_assert!(functions.iter().any(|f| f.0 == entry));
+        Ok(Gemms { ctx, kernel, info, functions })
+    }
+
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    pub fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Bytes of scratch a call on `shape` needs (0 for most shapes and kernels). It must be
+    /// zero-filled before its first use; every call leaves it so, so one buffer serves any
+    /// number of calls in stream order (not two calls running at once on two streams).
+    pub fn workspace_bytes(&self, shape: Shape) -> u64 {
+        self.kernel.workspace_bytes(shape)
+    }
+
+    /// Enqueues `C = epilogue(A·Bᵀ)` on `stream` (null: the legacy default stream) and
+    /// returns without waiting. Checks every argument first and refuses what a kernel
+    /// would misread (null or misaligned addresses, a missing workspace, a non-finite
+    /// alpha) with [`Error::Invalid`].
+    ///
+    /// # Safety
+    ///
+    /// `ops` must point to device allocations of this context holding at least the bytes
+    /// `shape` implies (`a_bytes`, `b_bytes`, `sfa_bytes`, `sfb_bytes`, `c_bytes`), the
+    /// bias N values, `Alpha::Device` one f32, `workspace` [`Gemms::workspace_bytes`]
+    /// zero-filled bytes; they must stay valid until the launches complete, and `stream`
+    /// must be a stream of this context (or null).
+    pub unsafe fn enqueue(
+        &self,
+        stream: CUstream,
+        ops: &Operands,
+        shape: Shape,
+        epilogue: &Epilogue,
+        workspace: u64,
+    ) -> Result<()> {
+        let args = kernel_args(self.kernel, ops, shape, epilogue, workspace)?;
+        self.ctx.bind_to_thread().context("making the GPU's context current")?;
+        for step in self.kernel.steps(shape) {
+            let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `load`").1;
+            // SAFETY: the caller vouches for the addresses and the stream; the parameters
+            // are the entry point's, in its order.
+            unsafe { launch(function, step.launch, stream, &args) }.context(format!("launching {}", step.entry))?;
+        }
+        Ok(())
+    }
+}
+
+/// The arguments of a call of `kernel`, after checking them (see [`Gemms::enqueue`]).
+pub fn kernel_args(
+    kernel: Kernel,
+    ops: &Operands,
+    shape: Shape,
+    epilogue: &Epilogue,
+    workspace: u64,
+) -> Result<GemmArgs> {
+    let invalid = |what: String| Err(Error::Invalid(what));
+    for (name, addr) in [("a", ops.a), ("b", ops.b), ("sfa", ops.sfa), ("sfb", ops.sfb), ("c", ops.c)] {
+        if addr == 0 {
+            return invalid(format!("`{name}` is a null device address"));
+        }
+        if !addr.is_multiple_of(OPERAND_ALIGN) {
+            return invalid(format!(
+                "`{name}` at {addr:#x} is not {OPERAND_ALIGN}-byte aligned (the kernels load and store 16 bytes at a time)"
+            ));
+        }
+    }
+    let needed = kernel.workspace_bytes(shape);
+    if needed > 0 && (workspace == 0 || !workspace.is_multiple_of(OPERAND_ALIGN)) {
+        return invalid(format!(
+            "{} needs a {OPERAND_ALIGN}-byte aligned, zero-filled workspace of {needed} bytes for {shape}, got address {workspace:#x}",
+            kernel
+        ));
+    }
+    if !epilogue.bias.is_multiple_of(2) {
+        return invalid(format!("the bias at {:#x} is not 2-byte aligned", epilogue.bias));
+    }
+    let (alpha, alpha_ptr) = match epilogue.alpha {
+        Alpha::Scalar(a) if !a.is_finite() => return invalid(format!("alpha must be finite, got {a}")),
+        Alpha::Scalar(a) => (a, 0),
+        Alpha::Device(0) => return invalid("alpha is a null device address".into()),
+        Alpha::Device(p) if !p.is_multiple_of(4) => {
+            return invalid(format!("alpha at {p:#x} is not 4-byte aligned"));
+        }
+        // By value NaN: a kernel that ignored the pointer would show it at once.
+        Alpha::Device(p) => (f32::NAN, p),
+    };
+    Ok(GemmArgs {
+        a: ops.a,
+        b: ops.b,
+        sfa: ops.sfa,
+        sfb: ops.sfb,
+        c: ops.c,
+        workspace,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        l: shape.l,
+        alpha,
+        alpha_ptr,
+        bias: epilogue.bias,
+        out_dtype: epilogue.out.code(),
+    })
+}
+
+/// One `cuLaunchKernel` of a GEMM entry point: its parameters are [`GemmArgs`]' fields, in
+/// order, each passed by address.
+///
+/// # Safety
+///
+/// As for [`Gemms::enqueue`].
+unsafe fn launch(
+    function: &CudaFunction,
+    l: kernel::Launch,
+    stream: CUstream,
+    args: &GemmArgs,
+) -> Result<(), cudarc::driver::DriverError> {
+    fn param<T>(p: &mut T) -> *mut c_void {
+        p as *mut T as *mut c_void
+    }
+    let mut a = *args;
+    let mut params = [
+        param(&mut a.a),
+        param(&mut a.b),
+        param(&mut a.sfa),
+        param(&mut a.sfb),
+        param(&mut a.c),
+        param(&mut a.workspace),
+        param(&mut a.m),
+        param(&mut a.n),
+        param(&mut a.k),
+        param(&mut a.l),
+        param(&mut a.alpha),
+        param(&mut a.alpha_ptr),
+        param(&mut a.bias),
+        param(&mut a.out_dtype),
+    ];
+    // SAFETY: `params` holds one pointer per entry-point parameter, each to a value of the
+    // parameter's type that outlives the call (the driver copies them before returning).
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            function.cu_function(),
+            (l.grid[0], l.grid[1], l.grid[2]),
+            (l.block[0], l.block[1], l.block[2]),
+            l.dynamic_smem,
+            stream,
+            &mut params,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPS: Operands = Operands { a: 0x1000, b: 0x2000, sfa: 0x3000, sfb: 0x4000, c: 0x5000 };
+
+    fn shape(text: &str) -> Shape {
+        text.parse().unwrap()
+    }
+
+    fn refused(kernel: Kernel, ops: &Operands, e: &Epilogue, workspace: u64, shape_text: &str) -> String {
+        match kernel_args(kernel, ops, shape(shape_text), e, workspace) {
+            Err(Error::Invalid(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_become_the_kernel_parameters() {
+        let e = Epilogue { alpha: Alpha::Scalar(0.25), bias: 0x6000, out: OutDtype::Bf16 };
+        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64x2"), &e, 0).unwrap();
+        assert_eq!((args.a, args.b, args.sfa, args.sfb, args.c), (0x1000, 0x2000, 0x3000, 0x4000, 0x5000));
+        assert_eq!((args.m, args.n, args.k, args.l), (3, 5, 64, 2));
+        assert_eq!((args.alpha, args.alpha_ptr, args.bias, args.out_dtype), (0.25, 0, 0x6000, 1));
+        let e = Epilogue { alpha: Alpha::Device(0x7004), ..Epilogue::IDENTITY };
+        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64"), &e, 0).unwrap();
+        assert!(args.alpha.is_nan(), "by value NaN when alpha lives in memory");
+        assert_eq!((args.alpha_ptr, args.bias, args.out_dtype), (0x7004, 0, 0));
+    }
+
+    #[test]
+    fn what_a_kernel_would_misread_is_refused() {
+        let id = Epilogue::IDENTITY;
+        let why = refused(Kernel::Naive, &Operands { b: 0, ..OPS }, &id, 0, "3x5x64");
+        assert_eq!(why, "`b` is a null device address");
+        let why = refused(Kernel::Naive, &Operands { c: 0x5008, ..OPS }, &id, 0, "3x5x64");
+        assert!(why.contains("`c` at 0x5008 is not 16-byte aligned"), "{why}");
+        let why = refused(Kernel::Naive, &OPS, &Epilogue { alpha: Alpha::Scalar(f32::NAN), ..id }, 0, "3x5x64");
+        assert_eq!(why, "alpha must be finite, got NaN");
+        let why = refused(Kernel::Naive, &OPS, &Epilogue { alpha: Alpha::Device(0), ..id }, 0, "3x5x64");
+        assert_eq!(why, "alpha is a null device address");
+        let why = refused(Kernel::Naive, &OPS, &Epilogue { alpha: Alpha::Device(0x7002), ..id }, 0, "3x5x64");
+        assert!(why.contains("not 4-byte aligned"), "{why}");
+        let why = refused(Kernel::Naive, &OPS, &Epilogue { bias: 0x6001, ..id }, 0, "3x5x64");
+        assert!(why.contains("bias at 0x6001 is not 2-byte aligned"), "{why}");
+        // sm90v2 always needs its workspace (the activations' fp16 images).
+        let need = Kernel::Sm90v2.workspace_bytes(shape("128x256x512"));
+        assert!(need > 0);
+        let why = refused(Kernel::Sm90v2, &OPS, &id, 0, "128x256x512");
+        assert!(why.contains(&format!("zero-filled workspace of {need} bytes")), "{why}");
+        assert!(kernel_args(Kernel::Sm90v2, &OPS, shape("128x256x512"), &id, 0x8000).is_ok());
+    }
+}
