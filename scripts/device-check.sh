@@ -26,6 +26,19 @@ run 300 $HOST --shape 128x7168x16384 --kernel sm90 --json "$OUT/sm90-main.json"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --json "$OUT/sm90v2-main.json"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90 --dist wide --iters 5
 
+step "epilogue (alpha, bias, bf16 out) and K that is not a multiple of 64"
+for kernel in naive sm90 sm90v2; do
+  run 300 $HOST --shape 128x7168x16384 --kernel $kernel --alpha 0.375 --bias --out-dtype bf16 --iters 20
+  run 300 $HOST --shape 128x4096x7168 --kernel $kernel --alpha -2.5 --alpha-in-memory --iters 5
+  for shape in 65x77x96x2 33x130x80x2 129x72x16 128x7168x2064; do
+    run 120 $HOST --shape $shape --kernel $kernel --iters 3
+  done
+done
+for shape in 33x130x80x2 128x4096x7184; do
+  run 300 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape $shape --kernel sm90v2 --iters 0
+  run 300 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape $shape --kernel sm90 --iters 0
+done
+
 step "ignored GPU tests (cargo test --release -p host --test gpu -- --ignored)"
 [ -x ./.gpu/gpu-tests ] && run 600 ./.gpu/gpu-tests --ignored --test-threads 1
 

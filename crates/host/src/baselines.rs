@@ -15,7 +15,7 @@
 //! read as K x M (ld = K) not transposed, and its C is N x M with ld = N. That is the "TN"
 //! layout, the one cuBLASLt's FP8 kernels require on Hopper (A transposed, B not), with K
 //! a multiple of 16 and 16-byte aligned pointers and leading dimensions (NVFP4's K is a
-//! multiple of 64; the FP8 output's leading dimension N * 2 bytes must be a multiple of 16
+//! multiple of 16; the FP8 output's leading dimension N * 2 bytes must be a multiple of 16
 //! too, so N a multiple of 8, or cuBLASLt finds no algorithm and the baseline is skipped).
 //!
 //! The per-tensor scales are read by pointer, and cuBLASLt checks those pointers only in

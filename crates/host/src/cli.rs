@@ -64,7 +64,7 @@ enum VerifyMode {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// Problem shape MxNxK or MxNxKxL (K a multiple of 64).
+    /// Problem shape MxNxK or MxNxKxL (K a multiple of 16).
     #[arg(long, default_value = "128x7168x16384", conflicts_with = "inputs")]
     shape: String,
     /// Seed of the input generator.

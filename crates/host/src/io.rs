@@ -419,8 +419,15 @@ mod tests {
     #[test]
     fn k_not_accepted() {
         let dir = TempDir::new();
-        let message = load_error(&dir, &inputs(4, 4, 96));
-        assert_contains(&message, &["M = 4, N = 4, K = 96, L = 1", "not accepted", "96"]);
+        // K = 40: 20 bytes per row, 2 whole scale columns (K / 16 rounded down).
+        let specs: Vec<Spec> = vec![
+            ("a", Dtype::U8, vec![4, 20], vec![0; 80]),
+            ("b", Dtype::U8, vec![4, 20], vec![0; 80]),
+            ("sfa", Dtype::U8, vec![4, 2], vec![0; 8]),
+            ("sfb", Dtype::U8, vec![4, 2], vec![0; 8]),
+        ];
+        let message = load_error(&dir, &specs);
+        assert_contains(&message, &["M = 4, N = 4, K = 40, L = 1", "not accepted", "multiple of 16"]);
         let message = load_error(&dir, &inputs(0, 4, 64));
         assert_contains(&message, &["M = 0", "not accepted"]);
     }

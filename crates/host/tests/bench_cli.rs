@@ -17,7 +17,7 @@ fn bad_bench_arguments_are_refused_before_the_gpu() {
     let o = host(&["bench", "--shape", "128x128x100"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("K = 100 is not a multiple of 64") && !err.contains("panicked"), "{err}");
+    assert!(err.contains("K = 100 is not a multiple of 16") && !err.contains("panicked"), "{err}");
     let o = host(&["bench", "--shape", "128x128x64", "--iters", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
 }

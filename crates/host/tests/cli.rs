@@ -35,7 +35,7 @@ fn bad_shapes_are_refused_with_a_reason() {
         ("128x128", "expected a shape MxNxK or MxNxKxL"),
         ("128xx128", "expected a shape MxNxK or MxNxKxL"),
         ("-1x128x64", "expected a shape MxNxK or MxNxKxL"),
-        ("128x128x100", "K = 100 is not a multiple of 64"),
+        ("128x128x100", "K = 100 is not a multiple of 16"),
         ("128x128x64x0", "L = 0"),
         ("99999999999x1x64", "M is too large"),
     ] {

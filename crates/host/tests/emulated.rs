@@ -166,3 +166,43 @@ fn every_kernel_applies_alpha_bias_and_bf16_like_the_reference() {
         }
     }
 }
+
+/// Any K that is a multiple of 16: K = 96 (rows 16-byte aligned, a half-full last stage)
+/// and K = 80 and 16 (rows only 8-byte aligned: the copies go 8 bytes at a time), with
+/// tails in M and N and L = 2. The blocked layout's padding scales are set to 1.0 instead
+/// of the usual zero, so the bytes past K (the next row's values) would count if a kernel
+/// did not zero-fill them.
+#[test]
+fn every_kernel_takes_any_k_that_is_a_multiple_of_16() {
+    use nvfp4::layout;
+    let one = nvfp4::e4m3::encode(1.0);
+    for shape in ["65x77x96x2", "33x130x80x2", "129x72x16", "100x260x1104"] {
+        for dist in Distribution::ALL {
+            let mut p = problem(shape, dist, 13);
+            let s = p.shape;
+            let sf_cols = s.sf_cols();
+            let padded_cols = layout::col_blocks(sf_cols) * layout::TILE_COLS;
+            assert!(padded_cols > sf_cols, "{shape}: no padding to poison");
+            for (blocked, rows) in [(&mut p.sfa, s.m), (&mut p.sfb, s.n)] {
+                let batch = layout::batch_bytes(rows, sf_cols);
+                for l in 0..s.l as u64 {
+                    for r in 0..rows {
+                        for j in sf_cols..padded_cols {
+                            blocked[(l * batch + layout::offset(r, j, sf_cols)) as usize] = one;
+                        }
+                    }
+                }
+            }
+            let want = reference(&p);
+            for kernel in Kernel::ALL {
+                let run = emulate::run(&p, kernel).unwrap_or_else(|e| panic!("{kernel} {shape}: {e}"));
+                let c = compare(s, &run.c, &want);
+                assert_eq!(unwritten(&run.c), 0, "{kernel} {shape} {dist}");
+                assert!(c.passed(), "{kernel} {shape} {dist}: {c}");
+                if dist == Distribution::GpuMode {
+                    assert!(c.bit_exact, "{kernel} {shape} {dist}: {c}");
+                }
+            }
+        }
+    }
+}

@@ -57,6 +57,7 @@ pub mod naive;
 pub mod probes;
 pub mod ptx;
 mod ring;
+mod rows;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]

@@ -55,8 +55,9 @@
 //! sums them in split order (so the result does not depend on which CTA finished last)
 //! and resets the counter to 0 for the next launch. Nobody waits for anybody.
 //!
-//! **Constraints.** Any M, N and L; K a multiple of 64 (a partial last stage issues fewer
-//! MMAs). Needs sm_100a (tcgen05, PTX ISA 8.7).
+//! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage issues fewer
+//! MMAs; the last MMA's values past K are zero-filled on load, see `rows.rs`, and its
+//! padding scales are zero). Needs sm_100a (tcgen05, PTX ISA 8.7).
 //!
 //! **Versus sm90.** No dequantization at all (the tensor core does the block scaling), so
 //! no converter warpgroup; the accumulator lives in tensor memory instead of registers,
@@ -72,6 +73,7 @@ use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::tcgen05::{self, TmemAddr};
 use crate::ptx::{SmemAddr, barrier, cp_async, fence, memory, special, warp};
 use crate::ring::RingPos;
+use crate::rows::{self, CHUNK};
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -111,8 +113,7 @@ pub const THREADS: u32 = (FIRST_EPILOGUE_WARP + EPILOGUE_WARPS) * WARP;
 const ROW_BYTES: u32 = BLOCK_K / 2;
 /// Packed bytes of one tile row per MMA: the start-address step inside a swizzle row.
 const MMA_K_BYTES: u32 = MMA_K / 2;
-/// A 16-byte chunk: the unit of `cp.async.cg` and of the swizzle.
-const CHUNK: u32 = 16;
+/// 16-byte chunks ([`CHUNK`], the unit of `cp.async.cg` and of the swizzle) per row.
 const CHUNKS_PER_ROW: u32 = ROW_BYTES / CHUNK;
 /// The swizzle atom: 8 rows x 128 B; its stride is the descriptors' SBO.
 const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_BYTES;
@@ -278,7 +279,8 @@ impl Problem {
             tiles: n_tiles * m_tiles * args.l,
             splits: splits(args.m, args.n, args.k, args.l),
             k_stages: args.k.div_ceil(BLOCK_K),
-            k_steps: args.k / MMA_K,
+            // The last MMA step may be partial: its values past K are zero-filled.
+            k_steps: args.k.div_ceil(MMA_K),
             row_bytes: args.k / 2,
             sf_cols: args.k / SF_VECTOR,
         }
@@ -487,14 +489,11 @@ impl Operand {
         let byte_in_row = kb * ROW_BYTES + chunk * CHUNK;
         let mut r = first_row;
         while r < tile_rows {
-            let (src, size) = if r < self.rows_left && byte_in_row < p.row_bytes {
-                (self.rows + r as u64 * p.row_bytes as u64 + byte_in_row as u64, CHUNK)
-            } else {
-                (0, 0) // `src_size` 0 reads nothing and writes zeros
-            };
-            // Logical chunk `chunk` of row r, XOR-swizzled on the absolute address.
+            let row_bytes = if r < self.rows_left { p.row_bytes } else { 0 };
+            // Logical chunk `chunk` of row r, XOR-swizzled on the absolute address (the
+            // XOR moves whole 16-byte chunks, so a chunk's halves stay together).
             let addr = Swizzle::B128.apply(dst.offset(r * ROW_BYTES + chunk * CHUNK).0);
-            cp_async::cg_16(SmemAddr(addr), src, size);
+            rows::copy_chunk(SmemAddr(addr), self.rows + r as u64 * p.row_bytes as u64, byte_in_row, row_bytes);
             r += step;
         }
     }

@@ -31,7 +31,8 @@
 //!   consumer thread, after `wgmma.wait_group` proved its wgmmas stopped reading).
 //!
 //! **Constraints.** Any M and N (tails zero-filled on load and masked on store), K a
-//! multiple of 64, any L. Needs sm_90a (wgmma).
+//! multiple of 16 (the last k-step's values past K zero-filled, see `rows.rs`), any L.
+//! Needs sm_90a (wgmma).
 //!
 //! **Versus naive.** Tensor cores instead of CUDA cores; shared-memory staging; the
 //! dequantization is done once per tile row instead of once per output.
@@ -45,6 +46,7 @@ use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, fence, memory, special, warp, wgmma};
 use crate::ring::RingPos;
+use crate::rows::{self, CHUNK};
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -87,8 +89,6 @@ const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
 /// The leading byte offset: unused by a swizzled K-major operand one atom wide in K
 /// (CUTLASS documents it as "assumed 1", i.e. 16 bytes).
 const LBO_UNUSED: u32 = 16;
-/// A 16-byte chunk: the unit of `cp.async.cg`, `st.shared.v4` and the swizzle.
-const CHUNK: u32 = 16;
 /// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
 
@@ -207,7 +207,8 @@ impl Problem {
             n_tiles,
             m_tiles,
             tiles: n_tiles * m_tiles * args.l,
-            k_steps: args.k / BLOCK_K,
+            // The last step may be partial: its values past K are zero-filled.
+            k_steps: args.k.div_ceil(BLOCK_K),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
         }
@@ -290,8 +291,10 @@ pub fn gemm<V: Variant>(args: &GemmArgs) {
 /// Global addresses of one dequantizer thread's row, for one operand.
 #[derive(Clone, Copy)]
 struct RowSource {
-    /// First byte of the row's packed values, or `None` past the matrix edge.
-    values: Option<u64>,
+    /// First byte of the row's packed values.
+    values: u64,
+    /// Bytes of the row: K/2, or 0 past the matrix edge (the copies then write zeros).
+    bytes: u32,
     /// This row's 4 scale bytes inside the first blocked tile of its 128-row block.
     scales: u64,
 }
@@ -300,21 +303,18 @@ impl RowSource {
     fn new(p: &Problem, base: u64, sf_base: u64, rows: u32, l: u32, row: u32) -> RowSource {
         let sf_batch = sf_base + l as u64 * layout::batch_bytes(rows, p.sf_cols);
         RowSource {
-            values: (row < rows).then(|| base + (l as u64 * rows as u64 + row as u64) * p.row_bytes),
+            values: base + (l as u64 * rows as u64 + row as u64) * p.row_bytes,
+            bytes: if row < rows { p.row_bytes as u32 } else { 0 },
             scales: sf_batch + layout::offset(row, 0, p.sf_cols),
         }
     }
 
-    /// Issues the copies of k-step `kb` of this row into raw slot rows `raw` / `raw_sf`.
+    /// Issues the copies of k-step `kb` of this row into raw slot rows `raw` / `raw_sf`;
+    /// past the matrix edge or past K they write zeros.
     fn stage(self, kb: u32, raw: SmemAddr, raw_sf: SmemAddr, sf_cols: u32) {
-        // Past the edge: `src_size` 0 reads nothing and writes zeros.
-        let (src, size) = match self.values {
-            Some(row) => (row + (kb * ROW_RAW_BYTES) as u64, CHUNK),
-            None => (0, 0),
-        };
         for c in 0..ROW_RAW_BYTES / CHUNK {
             let offset = c * CHUNK;
-            cp_async::cg_16(raw.offset(offset), src + if size > 0 { offset as u64 } else { 0 }, size);
+            rows::copy_chunk(raw.offset(offset), self.values, kb * ROW_RAW_BYTES + offset, self.bytes);
         }
         // The blocked layout puts k-step kb's tile of this row block `kb` tiles further on.
         let tile_step = layout::tile_offset(0, kb, sf_cols) - layout::tile_offset(0, 0, sf_cols);

@@ -76,7 +76,8 @@
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
 //!
-//! **Constraints.** Any M, N and L; K a multiple of 64. Needs sm_90a (wgmma, bulk copies).
+//! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
+//! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
 //!
 //! **Versus v1.** v1 had one dequantizing warpgroup per CTA writing both operands as fp16
 //! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
@@ -247,7 +248,7 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
 /// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
     let tiles = tiles(m, n, l);
-    let by_stages = (k / BLOCK_K) / MIN_STAGES_PER_SPLIT;
+    let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
     if 2 * tiles > SMS || by_stages < 2 {
         return 1;
     }
@@ -262,7 +263,7 @@ const fn align(bytes: u64) -> u64 {
 
 /// Bytes of the prepared activations: one image per (batch, M block, K stage).
 const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
-    l as u64 * m.div_ceil(BLOCK_M) as u64 * (k / BLOCK_K) as u64 * ACT_STAGE_BYTES as u64
+    l as u64 * m.div_ceil(BLOCK_M) as u64 * k_stages(k) as u64 * ACT_STAGE_BYTES as u64
 }
 
 /// Workspace: the prepared activations, then (split K only) one f32 partial per split
@@ -286,7 +287,13 @@ const PREPARE_THREADS: u32 = BLOCK_M * LANES_PER_ROW;
 
 /// The prologue's launch: one CTA per activation image.
 pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
-    Launch { grid: [m.div_ceil(BLOCK_M) * (k / BLOCK_K) * l, 1, 1], block: [PREPARE_THREADS, 1, 1], dynamic_smem: 0 }
+    Launch { grid: [m.div_ceil(BLOCK_M) * k_stages(k) * l, 1, 1], block: [PREPARE_THREADS, 1, 1], dynamic_smem: 0 }
+}
+
+/// K stages of `BLOCK_K` values; the last one may be partial (K need only be a multiple of
+/// 16): its values past K read as zeros, in the images and in the weights.
+pub const fn k_stages(k: u32) -> u32 {
+    k.div_ceil(BLOCK_K)
 }
 
 /// The problem as both kernels walk it.
@@ -324,7 +331,7 @@ impl Problem {
             n_tiles,
             m_tiles,
             splits: splits(args.m, args.n, args.k, args.l),
-            k_stages: args.k / BLOCK_K,
+            k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
         }
@@ -418,9 +425,11 @@ pub fn prepare(args: &GemmArgs) {
     let m = m_tile * BLOCK_M + r;
 
     let (mut words, mut scale) = (0u64, 0u32);
-    if m < args.m {
-        let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes + (kb * ROW_RAW_BYTES) as u64;
-        words = memory::ld_global_nc_u64(row + (t * THREAD_RAW_BYTES) as u64);
+    // This thread's 8 bytes of the row; past K (a partial last stage) they stay zeros.
+    let byte_in_row = kb * ROW_RAW_BYTES + t * THREAD_RAW_BYTES;
+    if m < args.m && (byte_in_row as u64) < p.row_bytes {
+        let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes;
+        words = memory::ld_global_nc_u64(row + byte_in_row as u64);
         let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
         scale =
             scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
@@ -489,17 +498,28 @@ struct WeightRow {
     scales: u64,
 }
 
+/// Where a thread copies from: its 4 weight rows, the scale step between stages, and how
+/// many stages hold its 8 bytes (the rest, past K in a partial last stage, read zeros).
+struct RawSource {
+    rows: [WeightRow; 4],
+    tile_step: u64,
+    stages_inside: u32,
+}
+
 /// Copies stage `kb` (clamped to the unit's `last`: past it, a harmless copy of the last
 /// stage keeps one group per stage) of the thread's rows into raw slot `slot`.
 #[inline(always)]
-fn copy_raw(smem: Smem, rows: &[WeightRow; 4], kb: u32, last: u32, tile_step: u64, slot: u32, ctid: u32) {
+fn copy_raw(smem: Smem, src: &RawSource, kb: u32, last: u32, slot: u32, ctid: u32) {
     let kb = kb.min(last);
-    for (i, row) in rows.iter().enumerate() {
+    let size = if kb < src.stages_inside { THREAD_RAW_BYTES } else { 0 };
+    for (i, row) in src.rows.iter().enumerate() {
         let i = i as u32;
         let values = smem.raw(slot, i / 2, ctid).offset((i % 2) * THREAD_RAW_BYTES);
-        cp_async::ca_8(values, row.values + (kb * ROW_RAW_BYTES) as u64);
+        // `src_size` 0 reads nothing and writes zeros.
+        let from = if size > 0 { row.values + (kb * ROW_RAW_BYTES) as u64 } else { 0 };
+        cp_async::ca_8(values, from, size);
         let scales = smem.raw(slot, RAW_CHUNKS - 1, ctid).offset(i * F32_BYTES);
-        cp_async::ca_4(scales, row.scales + kb as u64 * tile_step, F32_BYTES);
+        cp_async::ca_4(scales, row.scales + kb as u64 * src.tile_step, F32_BYTES);
     }
     cp_async::commit_group();
 }
@@ -542,6 +562,10 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
             scales: sf_batch + layout::offset(n, 0, p.sf_cols),
         }
     });
+    // Stages whose bytes [kb·32 + 8t, kb·32 + 8t + 8) lie inside the row.
+    let own_offset = (t * THREAD_RAW_BYTES) as u64;
+    let stages_inside = p.row_bytes.saturating_sub(own_offset).div_ceil(ROW_RAW_BYTES as u64) as u32;
+    let raw_source = RawSource { rows, tile_step, stages_inside };
 
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let producer = c * WARPGROUP + thread == PRODUCER_THREAD;
@@ -556,14 +580,14 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let ctid = c * WARPGROUP + thread;
     // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb.
     for i in 0..RAW_AHEAD {
-        copy_raw(smem, &rows, begin + i, end - 1, tile_step, i, ctid);
+        copy_raw(smem, &raw_source, begin + i, end - 1, i, ctid);
     }
     let mut raw_slot = 0;
     // Refill the slot read a stage ago with stage kb + RAW_AHEAD, wait for the group of
     // the stage in `raw_slot` (all but the RAW_AHEAD newest groups complete), read it.
     let mut fetch = |kb: u32| -> Raw {
         let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
-        copy_raw(smem, &rows, kb + RAW_AHEAD, end - 1, tile_step, refill_slot, ctid);
+        copy_raw(smem, &raw_source, kb + RAW_AHEAD, end - 1, refill_slot, ctid);
         cp_async::wait_group::<RAW_AHEAD>();
         let raw = read_raw(smem, raw_slot, ctid, t);
         raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };

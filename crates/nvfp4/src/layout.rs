@@ -2,7 +2,8 @@
 //!
 //! View one batch's `[R, K/16]` scale matrix in tiles of 128 rows x 4 scale columns; each tile
 //! is one contiguous 512-byte block; tiles are ordered row-block major; R is padded up to a
-//! multiple of 128 with zero bytes. Inside a tile, row r's 4 scales are bytes
+//! multiple of 128 and K/16 up to a multiple of 4 with zero bytes (K need only be a
+//! multiple of 16: a zero scale makes the padding's values count for nothing). Inside a tile, row r's 4 scales are bytes
 //! `(r % 32) * 16 + ((r % 128) / 32) * 4 ..+4`: the 16 bytes at `16 * lane` hold rows
 //! lane, lane + 32, lane + 64 and lane + 96, which is the tensor-memory layout tcgen05 wants
 //! (one `tcgen05.cp .32x128b.warpx4` per tile, no transposition).
@@ -38,14 +39,21 @@ pub const fn row_blocks(rows: u32) -> u32 {
     rows.div_ceil(TILE_ROWS)
 }
 
-/// Bytes of one batch's blocked scales for `rows` rows and `sf_cols` (= K/16, a multiple of 4).
+/// Column blocks of 4 scales (64 values of K): ceil(sf_cols / 4).
+#[inline]
+pub const fn col_blocks(sf_cols: u32) -> u32 {
+    sf_cols.div_ceil(TILE_COLS)
+}
+
+/// Bytes of one batch's blocked scales for `rows` rows and `sf_cols` (= K/16) columns,
+/// padding included.
 #[inline]
 pub const fn batch_bytes(rows: u32, sf_cols: u32) -> u64 {
-    row_blocks(rows) as u64 * (sf_cols / TILE_COLS) as u64 * TILE_BYTES as u64
+    row_blocks(rows) as u64 * col_blocks(sf_cols) as u64 * TILE_BYTES as u64
 }
 
 /// Byte offset of scale (r, j) inside one batch:
-/// `((r/128)*(sf_cols/4) + j/4)*512 + (r%32)*16 + ((r%128)/32)*4 + j%4`.
+/// `((r/128)*ceil(sf_cols/4) + j/4)*512 + (r%32)*16 + ((r%128)/32)*4 + j%4`.
 #[inline]
 pub const fn offset(r: u32, j: u32, sf_cols: u32) -> u64 {
     let in_tile = (r % LANE_ROWS) * 16 + (r % TILE_ROWS / LANE_ROWS) * 4 + j % TILE_COLS;
@@ -56,20 +64,20 @@ pub const fn offset(r: u32, j: u32, sf_cols: u32) -> u64 {
 /// [4*kb, 4*kb+4) inside one batch.
 #[inline]
 pub const fn tile_offset(row_block: u32, k_block: u32, sf_cols: u32) -> u64 {
-    (row_block as u64 * (sf_cols / TILE_COLS) as u64 + k_block as u64) * TILE_BYTES as u64
+    (row_block as u64 * col_blocks(sf_cols) as u64 + k_block as u64) * TILE_BYTES as u64
 }
 
 /// Converts plain row-major scales `[L][rows][sf_cols]` into the blocked layout (pads with 0).
 /// `blocked.len()` must be `l * batch_bytes(rows, sf_cols)`.
 ///
 /// # Panics
-/// If `sf_cols` is not a multiple of 4 or a slice has the wrong length.
+/// If a slice has the wrong length.
 #[inline]
 pub fn to_blocked(plain: &[u8], rows: u32, sf_cols: u32, l: u32, blocked: &mut [u8]) {
     check_lengths(plain.len(), blocked.len(), rows, sf_cols, l);
     blocked.fill(0);
-    for_each_run(rows, sf_cols, l, |plain_at, blocked_at| {
-        blocked[blocked_at..blocked_at + 4].copy_from_slice(&plain[plain_at..plain_at + 4]);
+    for_each_run(rows, sf_cols, l, |plain_at, blocked_at, len| {
+        blocked[blocked_at..blocked_at + len].copy_from_slice(&plain[plain_at..plain_at + len]);
     });
 }
 
@@ -77,35 +85,36 @@ pub fn to_blocked(plain: &[u8], rows: u32, sf_cols: u32, l: u32, blocked: &mut [
 /// `plain.len()` must be `l * rows * sf_cols`.
 ///
 /// # Panics
-/// If `sf_cols` is not a multiple of 4 or a slice has the wrong length.
+/// If a slice has the wrong length.
 #[inline]
 pub fn from_blocked(blocked: &[u8], rows: u32, sf_cols: u32, l: u32, plain: &mut [u8]) {
     check_lengths(plain.len(), blocked.len(), rows, sf_cols, l);
-    for_each_run(rows, sf_cols, l, |plain_at, blocked_at| {
-        plain[plain_at..plain_at + 4].copy_from_slice(&blocked[blocked_at..blocked_at + 4]);
+    for_each_run(rows, sf_cols, l, |plain_at, blocked_at, len| {
+        plain[plain_at..plain_at + len].copy_from_slice(&blocked[blocked_at..blocked_at + len]);
     });
 }
 
 #[inline]
 fn check_lengths(plain: usize, blocked: usize, rows: u32, sf_cols: u32, l: u32) {
-    assert!(sf_cols.is_multiple_of(TILE_COLS), "sf_cols = {sf_cols} is not a multiple of 4 (K % 64 != 0)");
     let plain_want = l as u64 * rows as u64 * sf_cols as u64;
     let blocked_want = l as u64 * batch_bytes(rows, sf_cols);
     assert!(plain as u64 == plain_want, "plain scales: {plain} bytes, want {plain_want}");
     assert!(blocked as u64 == blocked_want, "blocked scales: {blocked} bytes, want {blocked_want}");
 }
 
-/// Calls `f(plain_offset, blocked_offset)` for every run of 4 scales (one row of one tile),
-/// all batches: the run is contiguous in both layouts.
+/// Calls `f(plain_offset, blocked_offset, len)` for every run of up to 4 scales (one row of
+/// one tile; shorter in the last tile when K/16 is not a multiple of 4), all batches: the
+/// run is contiguous in both layouts.
 #[inline]
-fn for_each_run(rows: u32, sf_cols: u32, l: u32, mut f: impl FnMut(usize, usize)) {
+fn for_each_run(rows: u32, sf_cols: u32, l: u32, mut f: impl FnMut(usize, usize, usize)) {
     let batch = batch_bytes(rows, sf_cols);
     let mut plain_at = 0;
     for batch_index in 0..l as u64 {
         for r in 0..rows {
             for j in (0..sf_cols).step_by(TILE_COLS as usize) {
-                f(plain_at, (batch_index * batch + offset(r, j, sf_cols)) as usize);
-                plain_at += TILE_COLS as usize;
+                let len = (sf_cols - j).min(TILE_COLS) as usize;
+                f(plain_at, (batch_index * batch + offset(r, j, sf_cols)) as usize, len);
+                plain_at += len;
             }
         }
     }
@@ -118,8 +127,11 @@ mod tests {
     use std::vec::Vec;
 
     /// (rows, sf_cols, L) covering partial row blocks, one and several k blocks and batches.
-    const CASES: [(u32, u32, u32); 9] = [
+    const CASES: [(u32, u32, u32); 12] = [
         (1, 4, 1),
+        (1, 1, 1),
+        (100, 6, 2),
+        (130, 3, 1),
         (100, 4, 1),
         (128, 8, 1),
         (129, 4, 2),
@@ -218,7 +230,7 @@ mod tests {
     #[test]
     fn offset_matches_permuted_6d_tensor() {
         for (rows, sf_cols, l) in CASES {
-            let (rest_r, rest_k) = (row_blocks(rows) as usize, (sf_cols / 4) as usize);
+            let (rest_r, rest_k) = (row_blocks(rows) as usize, col_blocks(sf_cols) as usize);
             // Row-major strides of the storage shape.
             let storage_shape = [l as usize, rest_r, rest_k, 32, 4, 4];
             let mut storage_strides = [1usize; 6];
@@ -260,7 +272,7 @@ mod tests {
             let mut hits = vec![0u8; (l as u64 * batch) as usize];
             for b in 0..l as u64 {
                 for r in 0..row_blocks(rows) * TILE_ROWS {
-                    for j in 0..sf_cols {
+                    for j in 0..col_blocks(sf_cols) * TILE_COLS {
                         hits[(b * batch + offset(r, j, sf_cols)) as usize] += 1;
                     }
                 }
@@ -311,9 +323,10 @@ mod tests {
                 .collect();
             assert_eq!(blocked, reference, "rows {rows}, sf_cols {sf_cols}, l {l}");
 
-            // Exactly the padding rows are zero (the data has no zeros).
+            // Exactly the padding rows and columns are zero (the data has no zeros).
             let zeros = blocked.iter().filter(|&&b| b == 0).count() as u64;
-            let padding = (row_blocks(rows) * TILE_ROWS - rows) as u64 * sf_cols as u64 * l as u64;
+            let padded = (row_blocks(rows) * TILE_ROWS) as u64 * (col_blocks(sf_cols) * TILE_COLS) as u64;
+            let padding = (padded - rows as u64 * sf_cols as u64) * l as u64;
             assert_eq!(zeros, padding);
 
             let mut back = vec![0u8; plain.len()];
@@ -335,9 +348,13 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "not a multiple of 4")]
-    fn to_blocked_rejects_partial_tiles() {
-        to_blocked(&[0; 6], 1, 6, 1, &mut [0; 512]);
+    fn partial_tiles_are_padded_with_zero_columns() {
+        // K = 96: 6 scales per row fill one tile and half of the next.
+        let mut blocked = [0xAAu8; 1024];
+        to_blocked(&[1, 2, 3, 4, 5, 6], 1, 6, 1, &mut blocked);
+        assert_eq!(blocked[..4], [1, 2, 3, 4]);
+        assert_eq!(blocked[512..516], [5, 6, 0, 0]);
+        assert_eq!(batch_bytes(1, 6), 1024);
     }
 
     #[test]

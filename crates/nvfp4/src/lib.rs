@@ -18,7 +18,7 @@
 //!   exactly and encoded with PyTorch's rounding.
 //! - [`epilogue`]: `C = round(alpha · acc + bias)` to fp16 or bf16, the order of its fp32
 //!   operations fixed so the CPU reference reproduces every kernel bit for bit.
-//! - [`shape`]: `M x N x K [x L]`, what a kernel accepts (K a multiple of 64) and the byte
+//! - [`shape`]: `M x N x K [x L]`, what a kernel accepts (K a multiple of 16) and the byte
 //!   counts of every operand.
 //! - [`layout`]: the "blocked" scale layout of cuBLAS and CuTe (128-row x 4-scale tiles of 512
 //!   contiguous bytes), the only layout the kernels read scales in.

@@ -1,21 +1,22 @@
 //! Problem shapes `M x N x K [x L]` and the rules every kernel relies on.
 //!
 //! A [`Shape`] built by [`Shape::new`] or parsed from text is valid: every dimension is at
-//! least 1, K is a multiple of [`K_GRANULE`], and every byte count below fits in a `u64`.
-//! M and N are free: the blocked scale layout pads rows up to 128 on its own.
+//! least 1, K is a multiple of [`SF_VECTOR`] (16: whole scale blocks), and every byte count
+//! below fits in a `u64`. M and N are free: the blocked scale layout pads rows up to 128
+//! and scale columns up to 4 on its own, and the kernels zero-fill tails of M, N and K.
 
 use core::fmt;
 use core::str::FromStr;
 
 use crate::layout;
 
-/// K must be a positive multiple of this. Why 64: one tile of the blocked scale layout
-/// covers 4 scales = 64 values of K (so no K-padding of scales exists); the Blackwell
-/// block-scaled MMA consumes K = 64 per instruction; rows are then whole 32-byte
-/// multiples, so every 16-byte vector load or async copy of a row stays aligned.
+/// The K step of the tiled kernels: one tile of the blocked scale layout covers 4 scales =
+/// 64 values of K, and the Blackwell block-scaled MMA consumes K = 64 per instruction. K
+/// need not be a multiple of it: a kernel's last step zero-fills the values past K (and
+/// the blocked layout's padding scales are zero).
 pub const K_GRANULE: u32 = 64;
 
-/// Values per scale factor along K.
+/// Values per scale factor along K; K must be a positive multiple of it.
 pub const SF_VECTOR: u32 = 16;
 
 /// A GEMM problem: `C[L][M][N]` (fp16) = `A[L][M][K] * B[L][N][K]^T` with NVFP4 operands.
@@ -41,7 +42,7 @@ pub enum ShapeError {
     Malformed,
     /// A dimension is zero (its letter).
     Zero(char),
-    /// K is not a multiple of [`K_GRANULE`] (the K given).
+    /// K is not a multiple of [`SF_VECTOR`] (the K given).
     KNotMultiple(u32),
     /// A dimension or a derived byte count does not fit (the letter, or '*' for sizes).
     TooLarge(char),
@@ -61,10 +62,9 @@ impl fmt::Display for ShapeError {
             ShapeError::Zero(dim) => write!(f, "{dim} = 0: every dimension must be at least 1"),
             ShapeError::KNotMultiple(k) => write!(
                 f,
-                "K = {k} is not a multiple of {K_GRANULE}: every kernel reads K in \
-                 {K_GRANULE}-value steps (4 scale factors, one blocked scale tile); pad A and B \
-                 with zero values up to K = {}",
-                (k as u64).div_ceil(K_GRANULE as u64) * K_GRANULE as u64,
+                "K = {k} is not a multiple of {SF_VECTOR}: NVFP4 has one scale per {SF_VECTOR} values \
+                 of K; pad A and B with zero values up to K = {}",
+                (k as u64).div_ceil(SF_VECTOR as u64) * SF_VECTOR as u64,
             ),
             ShapeError::TooLarge('*') => f.write_str(
                 "the problem is too large: a byte count (of A, B, their blocked scales or C) \
@@ -81,7 +81,7 @@ impl Shape {
     /// Builds and validates a shape (L >= 1).
     ///
     /// The checks, in order: no dimension is zero (`Zero`, letters M, N, K, L), K is a multiple
-    /// of [`K_GRANULE`] (`KNotMultiple`), the byte counts of A, B, SFA, SFB and C and their
+    /// of [`SF_VECTOR`] (`KNotMultiple`), the byte counts of A, B, SFA, SFB and C and their
     /// sum fit in a `u64` (`TooLarge('*')`).
     #[inline]
     pub const fn new(m: u32, n: u32, k: u32, l: u32) -> Result<Shape, ShapeError> {
@@ -97,7 +97,7 @@ impl Shape {
         if l == 0 {
             return Err(ShapeError::Zero('L'));
         }
-        if !k.is_multiple_of(K_GRANULE) {
+        if !k.is_multiple_of(SF_VECTOR) {
             return Err(ShapeError::KNotMultiple(k));
         }
         let shape = Shape { m, n, k, l };
@@ -260,8 +260,8 @@ mod tests {
             ("0x0x0x0", Zero('M')),
             ("0x10x64", Zero('M')), // not hexadecimal: the parts are 0, 10 and 64
             ("128x7168x100", KNotMultiple(100)),
-            ("128x7168x16", KNotMultiple(16)),
-            ("128x7168x16400", KNotMultiple(16400)),
+            ("128x7168x24", KNotMultiple(24)),
+            ("128x7168x16392", KNotMultiple(16392)),
             ("4294967296x1x64", TooLarge('M')),
             ("1x4294967296x64", TooLarge('N')),
             ("1x1x99999999999", TooLarge('K')),
@@ -280,9 +280,12 @@ mod tests {
         assert_eq!(Shape::new(1, 0, 64, 1), Err(ShapeError::Zero('N')));
         assert_eq!(Shape::new(1, 1, 0, 1), Err(ShapeError::Zero('K')));
         assert_eq!(Shape::new(1, 1, 64, 0), Err(ShapeError::Zero('L')));
-        assert_eq!(Shape::new(1, 1, 96, 1), Err(ShapeError::KNotMultiple(96)));
-        // The largest K that is a multiple of 64.
-        let k_max = u32::MAX / 64 * 64;
+        assert_eq!(Shape::new(1, 1, 88, 1), Err(ShapeError::KNotMultiple(88)));
+        // Any multiple of 16 (tensor parallelism makes K = 96 real).
+        assert_eq!(Shape::new(1, 1, 96, 1), Ok(shape(1, 1, 96, 1)));
+        assert_eq!(Shape::new(3, 5, 16, 2), Ok(shape(3, 5, 16, 2)));
+        // The largest K that is a multiple of 16.
+        let k_max = u32::MAX / 16 * 16;
         assert!(Shape::new(1, 1, k_max, 1).is_ok());
         // M * N * 2 (C) overflows although each operand fits.
         assert_eq!(Shape::new(u32::MAX, u32::MAX, 64, 1), Err(ShapeError::TooLarge('*')));
@@ -301,9 +304,8 @@ mod tests {
         let cases = [
             (
                 ShapeError::KNotMultiple(100),
-                "K = 100 is not a multiple of 64: every kernel reads K in 64-value steps \
-                 (4 scale factors, one blocked scale tile); pad A and B with zero values up to \
-                 K = 128",
+                "K = 100 is not a multiple of 16: NVFP4 has one scale per 16 values of K; pad A \
+                 and B with zero values up to K = 112",
             ),
             (ShapeError::Zero('N'), "N = 0: every dimension must be at least 1"),
             (ShapeError::Zero('L'), "L = 0: the batch count must be at least 1"),

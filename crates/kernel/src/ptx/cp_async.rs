@@ -39,17 +39,18 @@ pub fn ca_4(dst: SmemAddr, src: u64, src_size: u32) {
     emu::ops::cp_async::copy(dst.0, src, 4, src_size)
 }
 
-/// `cp.async.ca.shared.global [dst], [src], 8;` — an 8-byte copy (cached in L1).
+/// `cp.async.ca.shared.global [dst], [src], 8, src_size;` — an 8-byte copy (cached in
+/// L1); bytes past `src_size` (0..=8) are zero-filled.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn ca_8(dst: SmemAddr, src: u64) {
+pub fn ca_8(dst: SmemAddr, src: u64, src_size: u32) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `cg_16`, 8-byte aligned.
     unsafe {
-        asm!("cp.async.ca.shared.global [{}], [{}], 8;", in(reg32) dst.0, in(reg64) src, options(nostack))
+        asm!("cp.async.ca.shared.global [{}], [{}], 8, {};", in(reg32) dst.0, in(reg64) src, in(reg32) src_size, options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    emu::ops::cp_async::copy(dst.0, src, 8, 8)
+    emu::ops::cp_async::copy(dst.0, src, 8, src_size)
 }
 
 /// `cp.async.commit_group;` — closes this thread's uncommitted copies into a group.
