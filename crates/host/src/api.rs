@@ -24,8 +24,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::sys::CUfunction_attribute as FuncAttr;
-use cudarc::driver::sys::CUstream;
+use cudarc::driver::sys::{self, CUfunction_attribute as FuncAttr, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction};
 use cudarc::nvrtc::Ptx;
 use kernel::GemmArgs;
@@ -170,7 +169,8 @@ impl Gemms {
             let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `load`").1;
             // SAFETY: the caller vouches for the addresses and the stream; the parameters
             // are the entry point's, in its order.
-            unsafe { launch(function, step.launch, stream, &args) }.context(format!("launching {}", step.entry))?;
+            unsafe { launch(function, step.launch, step.programmatic, stream, &args) }
+                .context(format!("launching {}", step.entry))?;
         }
         Ok(())
     }
@@ -233,8 +233,10 @@ pub fn kernel_args(
     })
 }
 
-/// One `cuLaunchKernel` of a GEMM entry point: its parameters are [`GemmArgs`]' fields, in
-/// order, each passed by address.
+/// One `cuLaunchKernelEx` of a GEMM entry point: its parameters are [`GemmArgs`]' fields,
+/// in order, each passed by address; `programmatic` adds the programmatic stream
+/// serialization attribute (the launch may begin before the previous one in the stream
+/// completes, see `kernel::ptx::griddep`).
 ///
 /// # Safety
 ///
@@ -242,6 +244,7 @@ pub fn kernel_args(
 unsafe fn launch(
     function: &CudaFunction,
     l: kernel::Launch,
+    programmatic: bool,
     stream: CUstream,
     args: &GemmArgs,
 ) -> Result<(), cudarc::driver::DriverError> {
@@ -265,18 +268,27 @@ unsafe fn launch(
         param(&mut a.bias),
         param(&mut a.out_dtype),
     ];
+    // SAFETY: the attribute is plain data; reading the union's field that was written.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: l.grid[0],
+        gridDimY: l.grid[1],
+        gridDimZ: l.grid[2],
+        blockDimX: l.block[0],
+        blockDimY: l.block[1],
+        blockDimZ: l.block[2],
+        sharedMemBytes: l.dynamic_smem,
+        hStream: stream,
+        attrs: &mut attribute,
+        numAttrs: programmatic as u32,
+    };
     // SAFETY: `params` holds one pointer per entry-point parameter, each to a value of the
-    // parameter's type that outlives the call (the driver copies them before returning).
-    unsafe {
-        cudarc::driver::result::launch_kernel(
-            function.cu_function(),
-            (l.grid[0], l.grid[1], l.grid[2]),
-            (l.block[0], l.block[1], l.block[2]),
-            l.dynamic_smem,
-            stream,
-            &mut params,
-        )
-    }
+    // parameter's type that outlives the call (the driver copies them before returning);
+    // `config` and its attribute outlive the call too.
+    unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+        .result()
 }
 
 #[cfg(test)]

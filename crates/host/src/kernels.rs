@@ -42,6 +42,10 @@ pub struct Step {
     pub launch: Launch,
     /// The body as the emulator runs it (once per emulated thread).
     pub body: fn(&GemmArgs),
+    /// Launched with programmatic stream serialization: it may start before the previous
+    /// step completes (once that step's CTAs signalled `griddepcontrol.launch_dependents`)
+    /// and executes `griddepcontrol.wait` before it reads anything the previous step wrote.
+    pub programmatic: bool,
 }
 
 /// Which GPUs a kernel's PTX can run on.
@@ -186,24 +190,29 @@ impl Kernel {
     /// preceded by the prologue that dequantizes the activations into the workspace and,
     /// when it splits K, followed by the sum of the partials.
     pub fn steps(self, shape: Shape) -> Vec<Step> {
-        let main = Step { entry: self.ptx().1, launch: self.launch(shape), body: self.body() };
+        let main = Step { entry: self.ptx().1, launch: self.launch(shape), body: self.body(), programmatic: false };
         match self {
             Kernel::Sm90v2 => {
                 use kernel::sm90v2;
                 let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
+                // The GEMM prefetches weights while the prologue finishes, the reduce is
+                // scheduled while the GEMM finishes: each waits (griddepcontrol) before
+                // reading the previous launch's output.
                 let mut steps = vec![
                     Step {
                         entry: "nvfp4_sm90v2_prepare",
                         launch: sm90v2::prepare_launch(m, k, l),
                         body: sm90v2::prepare,
+                        programmatic: false,
                     },
-                    main,
+                    Step { programmatic: true, ..main },
                 ];
                 if sm90v2::splits(m, n, k, l) > 1 {
                     steps.push(Step {
                         entry: "nvfp4_sm90v2_reduce",
                         launch: sm90v2::reduce_launch(m, n, l),
                         body: sm90v2::reduce,
+                        programmatic: true,
                     });
                 }
                 steps

@@ -178,6 +178,11 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     let prepare = entry("nvfp4_sm90v2_prepare");
     assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
     assert!(entry("nvfp4_sm90v2_reduce").contains("ld.global.cg.v4.b32"));
+    // Programmatic dependent launch: each launch lets the next be scheduled early, and
+    // the GEMM and the reduce wait before reading their predecessor's output.
+    assert!(prepare.contains("griddepcontrol.launch_dependents"));
+    assert!(body.contains("griddepcontrol.launch_dependents") && body.contains("griddepcontrol.wait"));
+    assert!(entry("nvfp4_sm90v2_reduce").contains("griddepcontrol.wait"));
 }
 
 #[test]

@@ -94,7 +94,7 @@ use nvfp4::swizzle::Swizzle;
 
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
-use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, memory, special, warp, wgmma};
+use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, griddep, memory, special, warp, wgmma};
 use crate::ring::RingPos;
 use crate::{GemmArgs, Launch};
 
@@ -417,6 +417,9 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 /// 7.0: the DRAM latency of A, flushed from L2 by the benchmark, dominates.)
 #[inline(always)]
 pub fn prepare(args: &GemmArgs) {
+    // The GEMM launch may be scheduled now: it prefetches weights, then waits for this
+    // launch to complete before it reads an image.
+    griddep::launch_dependents();
     let p = Problem::new(args);
     let image = special::ctaid_x();
     let (kb, rest) = (image % p.k_stages, image / p.k_stages);
@@ -467,6 +470,8 @@ pub fn gemm(args: &GemmArgs) {
         fence::mbarrier_init();
     }
     barrier::sync(BARRIER_CTA, THREADS);
+    // The reduce launch (split K) may be scheduled: it waits for this one to complete.
+    griddep::launch_dependents();
 
     // 2. Both warpgroups consume. The shuffle makes the warpgroup index visibly
     //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
@@ -568,7 +573,15 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let raw_source = RawSource { rows, tile_step, stages_inside };
 
     let (begin, end) = (unit.kb_begin, unit.kb_end);
-    let producer = c * WARPGROUP + thread == PRODUCER_THREAD;
+    let ctid = c * WARPGROUP + thread;
+    // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb. The weights
+    // are inputs: their first copies go out while the prologue may still be running.
+    for i in 0..RAW_AHEAD {
+        copy_raw(smem, &raw_source, begin + i, end - 1, i, ctid);
+    }
+    // From here on the prologue's activation images are read: wait for it to complete.
+    griddep::wait();
+    let producer = ctid == PRODUCER_THREAD;
     if producer {
         // Every slot is fresh: fill the ring.
         for i in 0..STAGES.min(end - begin) {
@@ -577,11 +590,6 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     }
     // The slot the producer refills next, and its lap (the `empty` phase to wait for).
     let mut refill = RingPos::<STAGES>::START;
-    let ctid = c * WARPGROUP + thread;
-    // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb.
-    for i in 0..RAW_AHEAD {
-        copy_raw(smem, &raw_source, begin + i, end - 1, i, ctid);
-    }
     let mut raw_slot = 0;
     // Refill the slot read a stage ago with stage kb + RAW_AHEAD, wait for the group of
     // the stage in `raw_slot` (all but the RAW_AHEAD newest groups complete), read it.
@@ -786,6 +794,8 @@ pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
 #[inline(always)]
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
 pub fn reduce(args: &GemmArgs) {
+    // Launched while the GEMM may still run: its partials are complete after the wait.
+    griddep::wait();
     let p = Problem::new(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);

@@ -13,6 +13,7 @@ pub mod barrier;
 pub mod bulk;
 pub mod cp_async;
 pub mod fence;
+pub mod griddep;
 pub mod mbarrier;
 pub mod memory;
 pub mod numeric;

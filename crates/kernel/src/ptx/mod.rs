@@ -14,6 +14,7 @@ pub mod bulk;
 pub mod cp_async;
 pub mod cvt;
 pub mod fence;
+pub mod griddep;
 pub mod mbarrier;
 pub mod memory;
 pub mod special;
