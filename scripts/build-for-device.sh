@@ -14,3 +14,5 @@ for line in sys.stdin:
         print(m["executable"])')
 cp "$tests" .gpu/gpu-tests
 strip .gpu/host .gpu/gpu-tests
+# The Hopper PTX, for the SASS check on the device (ptxas + cuobjdump there).
+cp target/nvptx/sm90a/kernel.ptx .gpu/sm90a.ptx

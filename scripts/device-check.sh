@@ -77,6 +77,16 @@ if [ "$mode" = full ]; then
   done
 fi
 
+step "SASS of the Hopper kernels: HGMMA in the main loops, no local memory"
+if [ -f ./.gpu/sm90a.ptx ]; then
+  run 120 ptxas -arch=sm_90a -v -o "$OUT/sm90a.cubin" ./.gpu/sm90a.ptx 2> "$OUT/ptxas-sm90a.txt"
+  grep -E "C75|spill" "$OUT/ptxas-sm90a.txt" | sort | uniq -c
+  for fun in nvfp4_gemm_sm90 nvfp4_gemm_sm90v2; do
+    cuobjdump -sass -fun $fun "$OUT/sm90a.cubin" > "$OUT/$fun.sass"
+    echo "$fun: $(grep -c HGMMA "$OUT/$fun.sass") HGMMA, $(grep -cE 'LDL|STL' "$OUT/$fun.sass") local loads/stores"
+  done
+fi
+
 step "bad input: each must print one clear error and exit non-zero"
 for args in "--shape 0x128x64" "--shape 128x128" "--shape 128x128x100" "--shape 128xx128" \
             "--shape 200000x200000x65536" "--inputs /nonexistent.safetensors" "--kernel sm90 --verify gpu --shape 128x128x64 --iters 0" \

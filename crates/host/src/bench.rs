@@ -689,7 +689,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
             let mut d = gemms[0].upload(&problem)?;
             for (gemm, &kernel) in gemms.iter().zip(&kernels) {
                 let got = gemm.run(&mut d)?;
-                let v = Verification::new("cpu", &compare(shape, &got, &want), unwritten(&got));
+                let v = Verification::new("cpu", &compare(shape, &got, &want), unwritten(&got), got.dtype);
                 bad |= !v.passed;
                 let timing = gemm.time(&mut d, opts.iters)?;
                 let e = Entry::new(shape, kernel.name(), true, timing, Check::exact(v), &limits);

@@ -367,7 +367,7 @@ fn load_kernels<'g>(gpu: &'g Gpu, kernels: &[Kernel]) -> Result<Vec<Gemm<'g>>> {
 }
 
 fn check(against: &'static str, problem: &Problem, got: &Output, want: &Output) -> Verification {
-    Verification::new(against, &compare(problem.shape, got, want), unwritten(got))
+    Verification::new(against, &compare(problem.shape, got, want), unwritten(got), got.dtype)
 }
 
 fn info(device: usize) -> Result<i32> {

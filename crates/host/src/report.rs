@@ -24,13 +24,20 @@ pub struct Verification {
     pub max_abs_err: f64,
     pub max_rel_err: f64,
     pub max_ulps: u32,
+    /// C's type, the unit of `max_ulps`: `fp16` or `bf16`.
+    pub dtype: &'static str,
     pub bit_exact: bool,
     pub passed: bool,
     pub first_mismatch: Option<String>,
 }
 
 impl Verification {
-    pub fn new(against: &'static str, c: &Comparison, unwritten: u64) -> Verification {
+    pub fn new(
+        against: &'static str,
+        c: &Comparison,
+        unwritten: u64,
+        dtype: nvfp4::epilogue::OutDtype,
+    ) -> Verification {
         Verification {
             against,
             elements: c.elements,
@@ -40,6 +47,10 @@ impl Verification {
             max_abs_err: c.max_abs_err,
             max_rel_err: c.max_rel_err,
             max_ulps: c.max_ulps,
+            dtype: match dtype {
+                nvfp4::epilogue::OutDtype::F16 => "fp16",
+                nvfp4::epilogue::OutDtype::Bf16 => "bf16",
+            },
             bit_exact: c.bit_exact,
             passed: c.passed() && unwritten == 0,
             first_mismatch: c.first_mismatch.as_ref().map(|m| m.to_string()),
@@ -156,10 +167,11 @@ impl RunReport {
                 );
                 let _ = writeln!(
                     s,
-                    "         worst abs err {:.3e}, worst rel err {:.3e}, worst {} fp16 ulp{}",
+                    "         worst abs err {:.3e}, worst rel err {:.3e}, worst {} {} ulp{}",
                     v.max_abs_err,
                     v.max_rel_err,
                     v.max_ulps,
+                    v.dtype,
                     if v.bit_exact { " (bit-exact)" } else { "" }
                 );
                 if let Some(m) = &v.first_mismatch {

@@ -1,14 +1,16 @@
-//! Compares a kernel's C with the reference, by the benchmark's rule and in fp16 ulps.
+//! Compares a kernel's C with the reference, by the benchmark's rule and in ulps of C's
+//! type (fp16 or bf16).
 //!
 //! The pass rule is the benchmark's (`torch.allclose`-style, rtol = atol = 1e-3): an
 //! element passes when `|got - want| <= ATOL + RTOL * |want|`, NaN must meet NaN (any
 //! payload) and an infinity must meet the same infinity. That rule is loose: a kernel that
 //! accumulates exactly and rounds once reproduces the reference bit for bit, so the report
-//! also gives the worst distance in fp16 ulps and whether the whole output is bit-exact.
+//! also gives the worst distance in ulps and whether the whole output is bit-exact.
 //!
-//! [`POISON`] is the bit pattern written into C before every run, so that an element the
-//! kernel never wrote is recognised by [`unwritten`] (and fails [`compare`], the reference
-//! never being NaN with generated data). It is a NaN with payload 1, which no computation
+//! [`POISON`] (fp16; [`OutDtype::poison`] for bf16) is the bit pattern written into C
+//! before every run, so that an element the kernel never wrote is recognised by
+//! [`unwritten`] (and fails [`compare`], the reference never being NaN with generated
+//! data). It is a NaN with payload 1, which no computation
 //! on our inputs produces: generated scales are never NaN, and where a user's NaN scale
 //! does make C NaN, the reference writes the canonical 0x7E00 and hardware conversions
 //! of a NaN write a canonical NaN (0x7E00 or 0x7FFF), never this payload.
