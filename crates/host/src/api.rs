@@ -24,7 +24,9 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::sys::{self, CUfunction_attribute as FuncAttr, CUstream};
+/// The driver's stream handle (`CUstream`, what `torch.cuda.Stream.cuda_stream` holds).
+pub use cudarc::driver::sys::CUstream;
+use cudarc::driver::sys::{self, CUfunction_attribute as FuncAttr};
 use cudarc::driver::{CudaContext, CudaFunction};
 use cudarc::nvrtc::Ptx;
 use kernel::GemmArgs;
@@ -141,6 +143,12 @@ impl Gemms {
     /// number of calls in stream order (not two calls running at once on two streams).
     pub fn workspace_bytes(&self, shape: Shape) -> u64 {
         self.kernel.workspace_bytes(shape)
+    }
+
+    /// Whether the workspace must be zero-filled before its first call (false: any
+    /// contents will do, e.g. a fresh uninitialized allocation per call).
+    pub fn workspace_starts_zeroed(&self) -> bool {
+        self.kernel.workspace_starts_zeroed()
     }
 
     /// Enqueues `C = epilogue(A·Bᵀ)` on `stream` (null: the legacy default stream) and

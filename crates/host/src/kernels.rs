@@ -166,6 +166,12 @@ impl Kernel {
         }
     }
 
+    /// Whether the workspace must hold zeros when a call starts (sm100's split-K counters,
+    /// which every call leaves at zero again); sm90v2 writes everything it reads.
+    pub fn workspace_starts_zeroed(self) -> bool {
+        matches!(self, Kernel::Sm100)
+    }
+
     /// Grid, CTA and shared memory of the main launch for `shape`.
     pub fn launch(self, shape: Shape) -> Launch {
         match self {

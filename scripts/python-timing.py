@@ -1,0 +1,45 @@
+"""Times nvfp4_gemm.mm from Python on the benchmark shapes, as `host bench` times the
+kernels: gpumode-style inputs, L2 flushed before each call, CUDA events around the call
+alone, median of 50. The difference to `host bench` is what the Python call adds."""
+
+import statistics
+
+import torch
+
+import nvfp4_gemm as g
+
+SHAPES = [(128, 7168, 16384), (128, 4096, 7168), (128, 7168, 2048), (2304, 4608, 7168)]
+ITERS = 50
+
+
+def main():
+    torch.manual_seed(1)
+    flush = torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")  # twice the H100's L2
+    print(f"device {torch.cuda.get_device_name()}, kernel {g.kernel_for()}, torch {torch.__version__}")
+    for m, n, k in SHAPES:
+        a = torch.randint(0, 256, (m, k // 2), dtype=torch.uint8, device="cuda")
+        b = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, device="cuda")
+        a_sf = g.to_blocked(torch.randint(0, 4, (m, k // 16), device="cuda").to(torch.float8_e4m3fn))
+        b_sf = g.to_blocked(torch.randint(0, 4, (n, k // 16), device="cuda").to(torch.float8_e4m3fn))
+        alpha = torch.tensor([1.0], device="cuda")
+        for variant, call in [
+            ("mm, fp16 out", lambda: g.mm(a, b, a_sf, b_sf, out_dtype=torch.float16)),
+            ("mm, bf16 out, alpha tensor", lambda: g.mm(a, b, a_sf, b_sf, alpha=alpha)),
+        ]:
+            for _ in range(3):
+                call()
+            times = []
+            for _ in range(ITERS):
+                flush.zero_()
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                call()
+                stop.record()
+                times.append((start, stop))
+            torch.cuda.synchronize()
+            us = statistics.median(s.elapsed_time(e) * 1e3 for s, e in times)
+            print(f"{m}x{n}x{k:<6} {variant:<28} median {us:8.2f} us over {ITERS} calls")
+
+
+if __name__ == "__main__":
+    main()
