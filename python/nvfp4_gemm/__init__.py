@@ -368,11 +368,22 @@ def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[int, int, int, int]:
 
 def _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
     # Weights dequantized exactly (e2m1 * e4m3 has at most 6 significant bits), products
-    # with 16-bit activations exact in fp32 (also under TF32: 8 + 6 bits), fp32 sums; the
-    # epilogue as the kernels do it (fma in float64 of f32 operands is exact, then one
-    # rounding to f32), then one rounding to x's dtype.
-    w_values = dequantize(w, w_sf, torch.float32)
-    acc = torch.matmul(x.float(), w_values.t())
+    # with 16-bit activations exact in fp32, fp32 sums; the epilogue as the kernels do it
+    # (a product of two f32 plus a 16-bit bias is exact in float64, so one rounding to f32
+    # is the fma's), then one rounding to x's dtype.
+    n, k = w.shape[0], x.shape[-1]
+    rows = x.reshape(-1, k)
+    acc = None
+    if x.is_cuda:
+        # Tensor cores on 16-bit operands with an fp32 result (torch >= 2.9 on CUDA):
+        # every product is exact in fp32, as in the fused kernels.
+        try:
+            acc = torch.mm(rows, dequantize(w, w_sf, x.dtype).t(), out_dtype=torch.float32)
+        except (TypeError, RuntimeError, NotImplementedError):
+            acc = None
+    if acc is None:
+        acc = torch.mm(rows.float(), dequantize(w, w_sf, torch.float32).t())
+    acc = acc.reshape(*x.shape[:-1], n)
     scale = alpha.reshape(()) if alpha is not None else torch.tensor(alpha_value, dtype=torch.float32, device=x.device)
     if bias is None:
         v = acc * scale
