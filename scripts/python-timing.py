@@ -1,6 +1,7 @@
 """Times nvfp4_gemm.mm from Python on the benchmark shapes, as `host bench` times the
 kernels: gpumode-style inputs, L2 flushed before each call, CUDA events around the call
-alone, median of 50. The difference to `host bench` is what the Python call adds."""
+alone, median of 50. The difference to `host bench` is what the Python call adds on the
+GPU; what it costs on the CPU is measured by scripts/python-overhead.py."""
 
 import statistics
 
@@ -10,6 +11,8 @@ import nvfp4_gemm as g
 
 SHAPES = [(128, 7168, 16384), (128, 4096, 7168), (128, 7168, 2048), (2304, 4608, 7168)]
 ITERS = 50
+#: ~100 us at the H100's clock: longer than the Python call's CPU time.
+SLEEP_CYCLES = 200_000
 
 
 def main():
@@ -28,17 +31,23 @@ def main():
         ]:
             for _ in range(3):
                 call()
-            times = []
-            for _ in range(ITERS):
-                flush.zero_()
-                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                call()
-                stop.record()
-                times.append((start, stop))
-            torch.cuda.synchronize()
-            us = statistics.median(s.elapsed_time(e) * 1e3 for s, e in times)
-            print(f"{m}x{n}x{k:<6} {variant:<28} median {us:8.2f} us over {ITERS} calls")
+            medians = []
+            for busy in (False, True):
+                times = []
+                for _ in range(ITERS):
+                    flush.zero_()
+                    if busy:
+                        # Keep the GPU busy while Python enqueues the call (as a model's
+                        # earlier layers would): the events then time the call's GPU work.
+                        torch.cuda._sleep(SLEEP_CYCLES)
+                    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    call()
+                    stop.record()
+                    times.append((start, stop))
+                torch.cuda.synchronize()
+                medians.append(statistics.median(s.elapsed_time(e) * 1e3 for s, e in times))
+            print(f"{m}x{n}x{k:<6} {variant:<28} median {medians[0]:8.2f} us idle GPU, {medians[1]:8.2f} us behind GPU work")
 
 
 if __name__ == "__main__":

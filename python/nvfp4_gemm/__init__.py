@@ -325,7 +325,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor,
     if out is not None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
     dims = _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out)
-    alpha_value, alpha_tensor = _alpha_parts(alpha, a.device)
+    alpha_value, alpha_tensor = (1.0, alpha) if isinstance(alpha, torch.Tensor) else (1.0 if alpha is None else float(alpha), None)
     if torch.compiler.is_compiling():
         # Traced: the custom ops, whose fake implementations give the output's shape.
         if out is None:
