@@ -35,7 +35,7 @@ def main():
         ("torch.add (one launch)", lambda: torch.add(x, 1)),
         ("native enqueue (3 launches)", lambda: g._native.mm_cuda(0, 0, a.data_ptr(), b.data_ptr(), a_sf.data_ptr(),
                                                                    b_sf.data_ptr(), out.data_ptr(), m, n, k, 1, 1.0, 0, 0,
-                                                                   True, ws.data_ptr())),
+                                                                   True, ws.data_ptr(), False)),
         ("nvfp4_gemm.mm", lambda: g.mm(a, b, a_sf, b_sf)),
         ("nvfp4_gemm.mm(out=)", lambda: g.mm(a, b, a_sf, b_sf, out=out)),
         ("torch.ops.nvfp4_gemm.mm", lambda: torch.ops.nvfp4_gemm.mm(a, b, a_sf, b_sf, None, 1.0, None, torch.bfloat16)),

@@ -50,5 +50,37 @@ def main():
             print(f"{m}x{n}x{k:<6} {variant:<28} median {medians[0]:8.2f} us idle GPU, {medians[1]:8.2f} us behind GPU work")
 
 
+def w4a16():
+    """W4A16 (fp16 activations, NVFP4 weights) next to cuBLAS fp16 on pre-dequantized
+    weights, with the GPU busy while Python enqueues; decode shapes included."""
+    flush = torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")
+    shapes = SHAPES[:3] + [(mm, n, k) for mm in (1, 16) for (_, n, k) in SHAPES[:3]]
+    for m, n, k in shapes:
+        x = (torch.randint(-8, 9, (m, k), device="cuda") / 4).to(torch.float16)
+        w = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, device="cuda")
+        w_sf = g.to_blocked(torch.randint(0, 4, (n, k // 16), device="cuda").to(torch.float8_e4m3fn))
+        w16 = g.dequantize(w, w_sf, torch.float16)
+        assert torch.equal(g.w4a16_mm(x, w, w_sf), (x.float() @ w16.float().t()).half())
+        row = []
+        for call in (lambda: g.w4a16_mm(x, w, w_sf), lambda: torch.matmul(x, w16.t())):
+            for _ in range(3):
+                call()
+            times = []
+            for _ in range(ITERS):
+                flush.zero_()
+                torch.cuda._sleep(SLEEP_CYCLES)
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                call()
+                stop.record()
+                times.append((start, stop))
+            torch.cuda.synchronize()
+            row.append(statistics.median(s.elapsed_time(e) * 1e3 for s, e in times))
+        weight_bytes = n * k // 2 + n * k // 16
+        print(f"w4a16 {m}x{n}x{k:<6} w4a16_mm {row[0]:8.2f} us ({weight_bytes / row[0] / 1e3:6.0f} GB/s of weights), "
+              f"cuBLAS fp16 pre-dequantized {row[1]:8.2f} us")
+
+
 if __name__ == "__main__":
     main()
+    w4a16()

@@ -277,7 +277,7 @@ def _run_mm(a, b, a_sf, b_sf, alpha, alpha_value, bias, out, dims) -> None:
     stream = _current_raw_stream(a.device)
     _native.mm_cuda(device, stream, a.data_ptr(), b.data_ptr(), a_sf.data_ptr(), b_sf.data_ptr(), out.data_ptr(),
                     m, n, k, la, alpha_value, alpha.data_ptr() if alpha is not None else 0,
-                    bias.data_ptr() if bias is not None else 0, bf16, ws.data_ptr() if ws is not None else 0)
+                    bias.data_ptr() if bias is not None else 0, bf16, ws.data_ptr() if ws is not None else 0, False)
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> Tuple[int, ...]:
@@ -366,6 +366,36 @@ def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[int, int, int, int]:
     return lx, m, n, k
 
 
+# Devices whose kernel takes fp16 activations (the fused W4A16 path), by index.
+_FUSED_W4A16 = {}
+
+
+def _fused_w4a16(x: torch.Tensor) -> bool:
+    if not x.is_cuda or x.dtype != torch.float16:
+        return False
+    index = x.device.index
+    if index not in _FUSED_W4A16:
+        _FUSED_W4A16[index] = _native.device_kernel(index)[0] == "sm90v2"
+    return _FUSED_W4A16[index]
+
+
+def _w4a16_fused(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
+    """sm90v2 with fp16 activations: the prologue lays x out as the GEMM's 16-bit operand,
+    the weights are dequantized in registers as in NVFP4 mode."""
+    # One weight for every batch of x: the batches are rows of one GEMM, [L*M, K] x [N, K]^T.
+    k, n = x.shape[-1], w.shape[0]
+    m = x.numel() // k
+    device = x.device.index
+    key = (device, m, n, k, 1)
+    if key not in _WORKSPACE:
+        _WORKSPACE[key] = _native.workspace(device, m, n, k, 1)
+    ws_bytes, zeroed = _WORKSPACE[key]
+    ws = (torch.zeros if zeroed else torch.empty)(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None
+    _native.mm_cuda(device, _current_raw_stream(x.device), x.data_ptr(), w.data_ptr(), 0, w_sf.data_ptr(),
+                    out.data_ptr(), m, n, k, 1, alpha_value, alpha.data_ptr() if alpha is not None else 0,
+                    bias.data_ptr() if bias is not None else 0, False, ws.data_ptr() if ws is not None else 0, True)
+
+
 def _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
     # Weights dequantized exactly (e2m1 * e4m3 has at most 6 significant bits), products
     # with 16-bit activations exact in fp32, fp32 sums; the epilogue as the kernels do it
@@ -397,7 +427,10 @@ def _w4a16_op(x: torch.Tensor, w: torch.Tensor, w_sf: torch.Tensor, alpha: Optio
               bias: Optional[torch.Tensor]) -> torch.Tensor:
     _check_w4a16(x, w, w_sf, alpha if alpha is not None else alpha_value, bias, None)
     out = torch.empty((*x.shape[:-1], w.shape[0]), dtype=x.dtype, device=x.device)
-    _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out)
+    if x.numel() > 0 and _fused_w4a16(x):
+        _w4a16_fused(x, w, w_sf, alpha, alpha_value, bias, out)
+    else:
+        _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out)
     return out
 
 
@@ -412,8 +445,10 @@ def w4a16_mm(x: torch.Tensor, w: torch.Tensor, w_sf: torch.Tensor, alpha=None, b
     and an NVFP4 checkpoint's weight as stored: ``w`` [N, K/2] packed e2m1, ``w_sf`` its
     blocked float8_e4m3fn scales. The output has x's dtype.
 
-    The weights are dequantized exactly on the device and multiplied in fp32 (the fused
-    Hopper w4a16 kernel is not in this build); the epilogue is the kernels' fp32 rule."""
+    On Hopper with fp16 activations this is sm90v2's W4A16 mode: the weights are
+    dequantized into the tensor cores' registers, the activations laid out once per call.
+    Otherwise (bf16 activations, other GPUs, CPU) the weights are dequantized exactly and
+    multiplied with an fp32 result. The epilogue is the kernels' fp32 rule either way."""
     alpha_value, alpha_tensor = _alpha_parts(alpha, x.device) if isinstance(x, torch.Tensor) else (1.0, None)
     _check_w4a16(x, w, w_sf, alpha, bias, out)
     y = torch.ops.nvfp4_gemm.w4a16_mm(x, w, w_sf, alpha_tensor, alpha_value, bias)

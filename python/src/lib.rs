@@ -8,7 +8,7 @@
 //! Errors become Python exceptions: arguments a kernel would misread are `ValueError`,
 //! anything the GPU or driver reports is `RuntimeError`. Nothing here panics on bad input.
 
-use host::api::{Alpha, CUstream, Epilogue, Gemms, Operands};
+use host::api::{AFormat, Alpha, CUstream, Epilogue, Gemms, Operands};
 use host::problem::{Epilogue as HostEpilogue, Problem};
 use nvfp4::Shape;
 use nvfp4::epilogue::OutDtype;
@@ -75,6 +75,7 @@ fn mm_cuda(
     bias: u64,
     out_bf16: bool,
     workspace: u64,
+    a_fp16: bool,
 ) -> PyResult<()> {
     let shape = shape(m, n, k, l)?;
     let gemms = Gemms::for_device(device).map_err(to_py)?;
@@ -83,7 +84,7 @@ fn mm_cuda(
         bias,
         out: out_dtype(out_bf16),
     };
-    let ops = Operands { a, b, sfa, sfb, c };
+    let ops = Operands { a, b, sfa, sfb, c, a_format: if a_fp16 { AFormat::F16 } else { AFormat::Nvfp4 } };
     // SAFETY: the Python layer checked each tensor's device, dtype, size and contiguity;
     // the stream is PyTorch's current stream of that device.
     unsafe { gemms.enqueue(stream as CUstream, &ops, shape, &epilogue, workspace) }.map_err(to_py)
@@ -120,6 +121,7 @@ fn mm_cpu(
         let problem = Problem {
             shape,
             a: bytes(a, shape.a_bytes()),
+            a_format: AFormat::Nvfp4,
             b: bytes(b, shape.b_bytes()),
             sfa: bytes(sfa, shape.sfa_bytes()),
             sfb: bytes(sfb, shape.sfb_bytes()),

@@ -11,7 +11,8 @@
 //! let epilogue = Epilogue { alpha: Alpha::Scalar(0.5), bias: 0, out: OutDtype::Bf16 };
 //! let workspace = 0; // gemms.workspace_bytes(shape) bytes, zero-filled once, when not 0
 //! // SAFETY: the addresses are device allocations of the sizes the shape implies.
-//! unsafe { gemms.enqueue(stream, &Operands { a, b, sfa, sfb, c }, shape, &epilogue, workspace)? };
+//! let ops = Operands { a, b, sfa, sfb, c, a_format: host::api::AFormat::Nvfp4 };
+//! unsafe { gemms.enqueue(stream, &ops, shape, &epilogue, workspace)? };
 //! # Ok(()) }
 //! ```
 //!
@@ -32,6 +33,7 @@ use cudarc::nvrtc::Ptx;
 use kernel::GemmArgs;
 use nvfp4::Shape;
 use nvfp4::epilogue::OutDtype;
+pub use nvfp4::operand::AFormat;
 
 use crate::device::DeviceInfo;
 use crate::embedded;
@@ -62,7 +64,8 @@ impl Epilogue {
 }
 
 /// Device addresses of the operands, in the layouts of [`kernel::GemmArgs`]: `a` [L][M][K/2]
-/// and `b` [L][N][K/2] packed e2m1, `sfa`/`sfb` blocked e4m3 scales, `c` [L][M][N].
+/// packed e2m1 (or [L][M][K] fp16 when `a_format` is [`AFormat::F16`], W4A16, `sfa` then
+/// unused), `b` [L][N][K/2] packed e2m1, `sfa`/`sfb` blocked e4m3 scales, `c` [L][M][N].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Operands {
     pub a: u64,
@@ -70,6 +73,7 @@ pub struct Operands {
     pub sfa: u64,
     pub sfb: u64,
     pub c: u64,
+    pub a_format: AFormat,
 }
 
 /// Alignment the kernels' vector loads and stores need of every operand, in bytes.
@@ -193,7 +197,18 @@ pub fn kernel_args(
     workspace: u64,
 ) -> Result<GemmArgs> {
     let invalid = |what: String| Err(Error::Invalid(what));
+    if ops.a_format != AFormat::Nvfp4 && !kernel.takes_f16_activations() {
+        let takers: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+        return invalid(format!(
+            "{kernel} takes A as NVFP4 only; fp16 activations (W4A16) run on {}",
+            takers.join(", ")
+        ));
+    }
+    let w4a16 = ops.a_format == AFormat::F16;
     for (name, addr) in [("a", ops.a), ("b", ops.b), ("sfa", ops.sfa), ("sfb", ops.sfb), ("c", ops.c)] {
+        if name == "sfa" && w4a16 {
+            continue; // fp16 activations have no scales
+        }
         if addr == 0 {
             return invalid(format!("`{name}` is a null device address"));
         }
@@ -238,6 +253,7 @@ pub fn kernel_args(
         alpha_ptr,
         bias: epilogue.bias,
         out_dtype: epilogue.out.code(),
+        a_format: ops.a_format.code(),
     })
 }
 
@@ -275,6 +291,7 @@ unsafe fn launch(
         param(&mut a.alpha_ptr),
         param(&mut a.bias),
         param(&mut a.out_dtype),
+        param(&mut a.a_format),
     ];
     // SAFETY: the attribute is plain data; reading the union's field that was written.
     let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
@@ -303,7 +320,8 @@ unsafe fn launch(
 mod tests {
     use super::*;
 
-    const OPS: Operands = Operands { a: 0x1000, b: 0x2000, sfa: 0x3000, sfb: 0x4000, c: 0x5000 };
+    const OPS: Operands =
+        Operands { a: 0x1000, b: 0x2000, sfa: 0x3000, sfb: 0x4000, c: 0x5000, a_format: AFormat::Nvfp4 };
 
     fn shape(text: &str) -> Shape {
         text.parse().unwrap()
@@ -350,5 +368,11 @@ mod tests {
         let why = refused(Kernel::Sm90v2, &OPS, &id, 0, "128x256x512");
         assert!(why.contains(&format!("zero-filled workspace of {need} bytes")), "{why}");
         assert!(kernel_args(Kernel::Sm90v2, &OPS, shape("128x256x512"), &id, 0x8000).is_ok());
+        // fp16 activations: sm90v2 only, and SFA may be null there.
+        let w4a16 = Operands { a_format: AFormat::F16, sfa: 0, ..OPS };
+        let why = refused(Kernel::Sm90, &w4a16, &id, 0, "128x256x512");
+        assert!(why.contains("sm90 takes A as NVFP4 only; fp16 activations (W4A16) run on sm90v2"), "{why}");
+        let args = kernel_args(Kernel::Sm90v2, &w4a16, shape("128x256x512"), &id, 0x8000).unwrap();
+        assert_eq!((args.a_format, args.sfa), (1, 0));
     }
 }

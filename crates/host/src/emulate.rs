@@ -85,6 +85,7 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
             None => 0,
         },
         out_dtype: epilogue.out.code(),
+        a_format: problem.a_format.code(),
     };
     let start = Instant::now();
     let mut stats: Option<emu::Stats> = None;

@@ -19,6 +19,7 @@ use crate::device::Gpu;
 use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::Kernel;
 use crate::problem::{Epilogue, Output, Problem};
+use nvfp4::operand::AFormat;
 
 /// A problem's buffers in GPU memory.
 #[derive(Debug)]
@@ -29,6 +30,7 @@ pub struct DeviceProblem {
     sfa: CudaSlice<u8>,
     sfb: CudaSlice<u8>,
     c: CudaSlice<u16>,
+    a_format: AFormat,
     epilogue: Epilogue,
     /// alpha in GPU memory, when the epilogue asks for it there.
     alpha: Option<CudaSlice<f32>>,
@@ -112,6 +114,7 @@ impl<'g> Gemm<'g> {
             sfa: s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
             sfb: s.clone_htod(&p.sfb).context("copying SFB to the GPU")?,
             c: s.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).context("allocating C")?,
+            a_format: p.a_format,
             epilogue: p.epilogue.clone(),
             alpha: match p.epilogue.alpha_in_memory {
                 true => Some(s.clone_htod(&[p.epilogue.alpha]).context("copying alpha to the GPU")?),
@@ -137,7 +140,14 @@ impl<'g> Gemm<'g> {
             d.workspace = Some(s.alloc_zeros::<u8>(needed).context("allocating the workspace")?);
         }
         let ptr = |b: &CudaSlice<u8>| b.device_ptr(s).0;
-        let ops = Operands { a: ptr(&d.a), b: ptr(&d.b), sfa: ptr(&d.sfa), sfb: ptr(&d.sfb), c: d.c.device_ptr(s).0 };
+        let ops = Operands {
+            a: ptr(&d.a),
+            b: ptr(&d.b),
+            sfa: ptr(&d.sfa),
+            sfb: ptr(&d.sfb),
+            c: d.c.device_ptr(s).0,
+            a_format: d.a_format,
+        };
         let epilogue = ApiEpilogue {
             alpha: match &d.alpha {
                 Some(a) => Alpha::Device(a.device_ptr(s).0),

@@ -50,7 +50,7 @@ use nvfp4::epilogue::OutDtype;
 use nvfp4::{Shape, e4m3, layout};
 use rayon::prelude::*;
 
-use crate::problem::{Epilogue, Problem};
+use crate::problem::{AFormat, Epilogue, Problem};
 
 /// Bytes per independently seeded chunk. Part of the definition of the generated data:
 /// changing it changes every input drawn from a given seed.
@@ -171,7 +171,29 @@ pub fn generate(shape: Shape, dist: Distribution, seed: u64) -> Problem {
     fill_bytes(&mut b, seed, Tensor::B);
     let sfa = blocked_scales(shape.m, sf_cols, shape.l, dist, seed, [Tensor::Sfa, Tensor::SfaBands]);
     let sfb = blocked_scales(shape.n, sf_cols, shape.l, dist, seed, [Tensor::Sfb, Tensor::SfbBands]);
-    Problem { shape, a, b, sfa, sfb, epilogue: Epilogue::IDENTITY }
+    Problem { shape, a, a_format: AFormat::Nvfp4, b, sfa, sfb, epilogue: Epilogue::IDENTITY }
+}
+
+/// Draws a W4A16 problem: B and SFB as [`generate`] draws them, A as fp16 activations
+/// `[L][M][K]`, multiples of 1/4 in [-2, 2], so that every product with a weight and
+/// every partial sum of the benchmark shapes is exact in fp32 (a kernel that accumulates
+/// in fp32 then matches the exact reference bit for bit).
+pub fn generate_w4a16(shape: Shape, dist: Distribution, seed: u64) -> Problem {
+    const QUARTERS: u64 = 17; // -8/4 ..= 8/4
+    let mut p = generate(shape, dist, seed);
+    let values = shape.l as usize * shape.m as usize * shape.k as usize;
+    let mut a = vec![0u8; values * 2];
+    a.par_chunks_mut(2 * CHUNK).enumerate().for_each(|(chunk, bytes)| {
+        let mut rng = SplitMix64::for_stream(seed, Tensor::A16, chunk);
+        for value in bytes.chunks_exact_mut(2) {
+            let v = ((rng.next_u64() % QUARTERS) as f32 - (QUARTERS / 2) as f32) / 4.0;
+            value.copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+        }
+    });
+    p.a = a;
+    p.a_format = AFormat::F16;
+    p.sfa = Vec::new();
+    p
 }
 
 /// Draws a bias vector of `n` values in `out`'s type: multiples of 1/8 in [-8, 8], exact in
@@ -203,6 +225,8 @@ enum Tensor {
     SfbBands = 5,
     /// The epilogue's bias.
     Bias = 6,
+    /// W4A16's fp16 activations.
+    A16 = 7,
 }
 
 /// Exponent fields one row's scales span in the wide distribution (a power of two: the

@@ -170,6 +170,7 @@ pub fn load_inputs(path: &Path) -> Result<Problem, IoError> {
     Ok(Problem {
         shape,
         a: a.data.to_vec(),
+        a_format: crate::problem::AFormat::Nvfp4,
         b: b.data.to_vec(),
         sfa: blocked(sfa.data, shape.m),
         sfb: blocked(sfb.data, shape.n),

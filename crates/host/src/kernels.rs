@@ -166,6 +166,11 @@ impl Kernel {
         }
     }
 
+    /// Whether the kernel takes A as fp16 values (W4A16, [`nvfp4::operand::AFormat::F16`]).
+    pub fn takes_f16_activations(self) -> bool {
+        matches!(self, Kernel::Sm90v2)
+    }
+
     /// Whether the workspace must hold zeros when a call starts (sm100's split-K counters,
     /// which every call leaves at zero again); sm90v2 writes everything it reads.
     pub fn workspace_starts_zeroed(self) -> bool {

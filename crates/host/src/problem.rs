@@ -4,16 +4,20 @@
 use half::f16;
 use nvfp4::Shape;
 use nvfp4::epilogue::OutDtype;
+pub use nvfp4::operand::AFormat;
 
 /// The inputs of C = alpha * (A * B^T) + bias for every batch, as the kernels consume them.
 #[derive(Clone, Debug)]
 pub struct Problem {
     pub shape: Shape,
-    /// A, packed e2m1, [L][M][K/2] (low nibble = even k).
+    /// A, packed e2m1, [L][M][K/2] (low nibble = even k); or, when `a_format` is
+    /// [`AFormat::F16`] (W4A16), fp16 values [L][M][K] as little-endian bytes.
     pub a: Vec<u8>,
+    pub a_format: AFormat,
     /// B, packed e2m1, [L][N][K/2].
     pub b: Vec<u8>,
-    /// SFA, e4m3 bits in the blocked layout, L batches of `layout::batch_bytes(M, K/16)`.
+    /// SFA, e4m3 bits in the blocked layout, L batches of `layout::batch_bytes(M, K/16)`
+    /// (empty for fp16 activations).
     pub sfa: Vec<u8>,
     /// SFB, e4m3 bits in the blocked layout, L batches of `layout::batch_bytes(N, K/16)`.
     pub sfb: Vec<u8>,

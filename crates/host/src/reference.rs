@@ -49,7 +49,7 @@ use half::f16;
 use nvfp4::{e2m1, e4m3, layout};
 use rayon::prelude::*;
 
-use crate::problem::{Epilogue, Output, Problem, canonical_nan};
+use crate::problem::{AFormat, Epilogue, Output, Problem, canonical_nan};
 
 /// Rows of A per tile: each B value loaded serves this many rows of C.
 const A_TILE: usize = 2;
@@ -86,6 +86,9 @@ pub fn reference_with(p: &Problem, e: &Epilogue) -> Vec<u16> {
     check_lengths(p);
     if let Some(bias) = &e.bias {
         assert_eq!(bias.len(), p.shape.n as usize, "the bias must hold N values");
+    }
+    if p.a_format == AFormat::F16 {
+        return reference_w4a16(p, e);
     }
     let finish = |total: Option<i128>, col: usize| -> u16 {
         match total {
@@ -216,10 +219,70 @@ fn scale_units(bits: u8) -> i64 {
 /// precondition of every function that takes a [`Problem`]).
 pub(crate) fn check_lengths(p: &Problem) {
     let s = p.shape;
-    assert_eq!(p.a.len() as u64, s.a_bytes(), "A has the wrong length for {s}");
+    assert_eq!(p.a.len() as u64, p.a_format.a_bytes(s.m, s.k, s.l), "A has the wrong length for {s}");
     assert_eq!(p.b.len() as u64, s.b_bytes(), "B has the wrong length for {s}");
-    assert_eq!(p.sfa.len() as u64, s.sfa_bytes(), "SFA has the wrong length for {s}");
+    let sfa = if p.a_format == AFormat::Nvfp4 { s.sfa_bytes() } else { 0 };
+    assert_eq!(p.sfa.len() as u64, sfa, "SFA has the wrong length for {s}");
     assert_eq!(p.sfb.len() as u64, s.sfb_bytes(), "SFB has the wrong length for {s}");
+}
+
+/// The W4A16 reference: A fp16 values, B NVFP4. Exact as the NVFP4 one: an fp16 is an
+/// integer multiple of 2^-24 below 2^16 (2^40 units), a weight e2m1·e4m3 a multiple of
+/// 2^-10 below 2^12 (doubled e2m1 times e4m3 in units of 2^-9), so every product is an
+/// integer number of 2^-34 below 2^62 and C's exact sum fits an `i128` for any K below
+/// 2^60. A plain loop (a test oracle for small shapes, rows in parallel); a non-finite
+/// fp16 in a row of A makes that row of C the f64 sum's NaN or infinity.
+fn reference_w4a16(p: &Problem, e: &Epilogue) -> Vec<u16> {
+    const FRAC: i32 = 34; // 2^-24 (fp16 units) times 2^-10 (weight units)
+    let s = p.shape;
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    let sf_cols = s.sf_cols();
+    let sfb_batch = layout::batch_bytes(s.n, sf_cols) as usize;
+    let mut c = vec![0u16; s.l as usize * m * n];
+    c.par_chunks_mut(n).enumerate().for_each(|(row_index, c_row)| {
+        let l = row_index / m;
+        let a: Vec<f16> = p.a[(row_index * k) * 2..][..k * 2]
+            .chunks_exact(2)
+            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])))
+            .collect();
+        let finite = a.iter().all(|v| v.is_finite());
+        // fp16 in units of 2^-24: subnormals are the integer itself, normals m·2^(e-25).
+        let units: Vec<i64> = a.iter().map(|v| (f64::from(*v) * (1u64 << 24) as f64) as i64).collect();
+        for (col, out) in c_row.iter_mut().enumerate() {
+            let b_row = &p.b[(l * n + col) * k / 2..][..k / 2];
+            let sfb = &p.sfb[l * sfb_batch..];
+            let mut total = 0i128;
+            let mut wide = 0f64;
+            let mut nan = false;
+            for (j, block) in b_row.chunks_exact(BLOCK / 2).enumerate() {
+                let sb = sfb[layout::offset(col as u32, j as u32, sf_cols) as usize];
+                nan |= e4m3::is_nan(sb);
+                let scale = if e4m3::is_nan(sb) { 0 } else { scale_units(sb) };
+                for (i, &byte) in block.iter().enumerate() {
+                    let (even, odd) = e2m1::unpack(byte);
+                    for (h, code) in [even, odd].into_iter().enumerate() {
+                        let kk = j * BLOCK + 2 * i + h;
+                        let w = i64::from(e2m1::decode_doubled(code)) * scale; // units of 2^-10
+                        if finite {
+                            total += i128::from(units[kk]) * i128::from(w);
+                        } else {
+                            wide += f64::from(a[kk]) * w as f64 / 1024.0;
+                        }
+                    }
+                }
+            }
+            *out = if nan {
+                canonical_nan(e.out)
+            } else if !finite {
+                e.apply(wide as f32, col)
+            } else if e.is_identity() {
+                fixed_to_f16_at(total, FRAC).to_bits()
+            } else {
+                e.apply(fixed_to_f32_at(total, FRAC), col)
+            };
+        }
+    });
+    c
 }
 
 /// The doubled values of both nibbles of every byte: `[even k, odd k]`.
@@ -437,6 +500,12 @@ fn fixed_to_f64(total: i128) -> f64 {
 /// `total * 2^-20` rounded to the nearest f32, ties to even (never out of range: |total|
 /// stays far below 2^128 units, and the smallest nonzero value 2^-20 is a normal f32).
 fn fixed_to_f32(total: i128) -> f32 {
+    fixed_to_f32_at(total, FRAC_BITS)
+}
+
+/// `total * 2^-frac` rounded to the nearest f32, ties to even (`frac` small enough that
+/// 2^-frac is a normal f32).
+fn fixed_to_f32_at(total: i128, frac: i32) -> f32 {
     const F32_SIGNIFICAND_BITS: i32 = 24;
     if total == 0 {
         return 0.0;
@@ -447,12 +516,12 @@ fn fixed_to_f32(total: i128) -> f32 {
     // `kept` has at most 24 significant bits (25 after a carry, a power of two): exact in
     // f64 and, scaled by a power of two, exact in f32.
     let (kept, scale) = if shift <= 0 {
-        (mag, -FRAC_BITS)
+        (mag, -frac)
     } else {
         let kept = mag >> shift;
         let rest = mag & ((1 << shift) - 1);
         let half = 1 << (shift - 1);
-        (kept + u128::from(rest > half || (rest == half && kept & 1 == 1)), shift - FRAC_BITS)
+        (kept + u128::from(rest > half || (rest == half && kept & 1 == 1)), shift - frac)
     };
     let value = (kept as f64 * 2f64.powi(scale)) as f32;
     if total < 0 { -value } else { value }
@@ -460,20 +529,25 @@ fn fixed_to_f32(total: i128) -> f32 {
 
 /// `total * 2^-20` rounded to the nearest fp16, ties to even; +-Inf past 65504, +0 for 0.
 fn fixed_to_f16(total: i128) -> f16 {
+    fixed_to_f16_at(total, FRAC_BITS)
+}
+
+/// `total * 2^-frac` rounded to the nearest fp16, ties to even.
+fn fixed_to_f16_at(total: i128, frac: i32) -> f16 {
     if total == 0 {
         return f16::ZERO;
     }
     let sign: u16 = if total < 0 { 0x8000 } else { 0 };
     let mag = total.unsigned_abs();
     // The value lies in [2^exp, 2^(exp+1)).
-    let exp = (127 - mag.leading_zeros() as i32) - FRAC_BITS;
+    let exp = (127 - mag.leading_zeros() as i32) - frac;
     if exp > 15 {
         return f16::from_bits(sign | 0x7C00);
     }
     // The fp16 quantum at this exponent: 2^(exp-10) for normals, 2^-24 for subnormals.
     let quantum = (exp - 10).max(-24);
     // Bits of `mag` below the quantum; at most -4 (the fixed point is coarser than 2^-24).
-    let shift = quantum + FRAC_BITS;
+    let shift = quantum + frac;
     let rounded = if shift <= 0 {
         mag << -shift
     } else {

@@ -104,7 +104,14 @@ fn the_api_runs_on_caller_memory_and_stream() {
         let mut c = stream.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).unwrap();
         let workspace = stream.alloc_zeros::<u8>(gemms.workspace_bytes(p.shape).max(1) as usize).unwrap();
         let ptr = |x: &cudarc::driver::CudaSlice<u8>| x.device_ptr(&stream).0;
-        let ops = Operands { a: ptr(&a), b: ptr(&b), sfa: ptr(&sfa), sfb: ptr(&sfb), c: c.device_ptr(&stream).0 };
+        let ops = Operands {
+            a: ptr(&a),
+            b: ptr(&b),
+            sfa: ptr(&sfa),
+            sfb: ptr(&sfb),
+            c: c.device_ptr(&stream).0,
+            a_format: host::api::AFormat::Nvfp4,
+        };
         let epilogue = Epilogue {
             alpha: Alpha::Device(alpha.device_ptr(&stream).0),
             bias: bias.device_ptr(&stream).0,

@@ -101,3 +101,23 @@ fn unsplit_shapes_need_no_reduce_launch() {
     let entries: Vec<&str> = Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();
     assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]);
 }
+
+/// W4A16: fp16 activations times NVFP4 weights through the same GEMM (the prologue only
+/// lays the fp16 values out), bit-exact against the exact reference: tails in M and N,
+/// L = 2, K % 64 = 16 (a quarter-full last stage), split K, and an epilogue variant.
+#[test]
+fn w4a16_fp16_activations_match_the_reference_under_emulation() {
+    use host::generate::generate_w4a16;
+    for (shape, variant) in
+        [("65x77x128", false), ("33x130x80x2", false), ("100x260x4096", true), ("129x72x1104", false)]
+    {
+        let mut p = generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, 9);
+        if variant {
+            p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
+        }
+        let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
+        let c = compare(p.shape, &run.c, &reference(&p));
+        assert_eq!(unwritten(&run.c), 0, "{shape}");
+        assert!(c.bit_exact, "{shape}: {c}");
+    }
+}

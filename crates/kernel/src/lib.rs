@@ -45,8 +45,25 @@ macro_rules! gemm_entry_point {
             alpha_ptr: u64,
             bias: u64,
             out_dtype: u32,
+            a_format: u32,
         ) {
-            $body(&$crate::GemmArgs { a, b, sfa, sfb, c, workspace, m, n, k, l, alpha, alpha_ptr, bias, out_dtype })
+            $body(&$crate::GemmArgs {
+                a,
+                b,
+                sfa,
+                sfb,
+                c,
+                workspace,
+                m,
+                n,
+                k,
+                l,
+                alpha,
+                alpha_ptr,
+                bias,
+                out_dtype,
+                a_format,
+            })
         }
     };
 }
@@ -92,6 +109,9 @@ pub struct GemmArgs {
     pub alpha_ptr: u64,
     pub bias: u64,
     pub out_dtype: u32,
+    /// An [`nvfp4::operand::AFormat`] code: A as NVFP4 (with SFA) or as fp16 values
+    /// (W4A16, SFA unused; only the kernels that say so read it).
+    pub a_format: u32,
 }
 
 impl GemmArgs {
@@ -112,6 +132,7 @@ impl GemmArgs {
         alpha_ptr: 0,
         bias: 0,
         out_dtype: nvfp4::epilogue::OutDtype::F16.code(),
+        a_format: nvfp4::operand::AFormat::Nvfp4.code(),
     };
 }
 

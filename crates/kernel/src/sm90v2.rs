@@ -88,6 +88,7 @@
 //! four benchmark shapes (docs/perf-notes.md, with where the remaining time goes).
 
 use nvfp4::layout;
+use nvfp4::operand::AFormat;
 use nvfp4::shape::{K_GRANULE, SF_VECTOR};
 use nvfp4::sm90::SmemDesc;
 use nvfp4::swizzle::Swizzle;
@@ -426,6 +427,11 @@ pub fn prepare(args: &GemmArgs) {
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
     let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
     let m = m_tile * BLOCK_M + r;
+    let dst = p.image(l, m_tile, kb);
+    if args.a_format == AFormat::F16.code() {
+        prepare_f16_row(args, dst, m, kb, l, r, t);
+        return;
+    }
 
     let (mut words, mut scale) = (0u64, 0u32);
     // This thread's 8 bytes of the row; past K (a partial last stage) they stay zeros.
@@ -441,10 +447,45 @@ pub fn prepare(args: &GemmArgs) {
     // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
     // swizzling by the offset inside the image is swizzling by the shared address (the
     // XOR moves whole 16-byte chunks; 4t stays inside the chunk).
-    let dst = p.image(l, m_tile, kb);
     for i in 0..PAIRS {
-        let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES;
-        memory::st_global_b32(dst + offset as u64, h(words, i, scale));
+        store_pair(dst, r, t, i, h(words, i, scale));
+    }
+}
+
+/// Stores pair H[i] of thread t of image row r (see `prepare`).
+#[inline(always)]
+fn store_pair(image: u64, r: u32, t: u32, i: u32, pair: u32) {
+    let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES;
+    memory::st_global_b32(image + offset as u64, pair);
+}
+
+/// W4A16: A is fp16 `[L][M][K]`, already the values the image holds, so the prologue only
+/// lays them out: thread t of row r reads its 16 values (32 bytes, two 16-byte loads) and
+/// stores them as the pairs H[i] the weight fragments imply, pair 4q + kind of word q
+/// (values 8q..8q+7) being (k0,k2), (k4,k6), (k1,k3), (k5,k7) with the first in the low
+/// half, exactly as `pair` orders converted e2m1 values. Past M or past K: zeros.
+#[inline(always)]
+fn prepare_f16_row(args: &GemmArgs, image: u64, m: u32, kb: u32, l: u32, r: u32, t: u32) {
+    let first = kb * BLOCK_K + t * SF_VECTOR; // this thread's first value of the row
+    let mut v = [0u32; 2 * 4]; // the 16 fp16 values, two per word (even value low)
+    if m < args.m && first < args.k {
+        let row = args.a + (l as u64 * args.m as u64 + m as u64) * args.k as u64 * F16_BYTES as u64;
+        let lo = memory::ld_global_cg_v4_b32(row + (first * F16_BYTES) as u64);
+        let hi = memory::ld_global_cg_v4_b32(row + ((first + SF_VECTOR / 2) * F16_BYTES) as u64);
+        v = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+    }
+    const LOW: u32 = 0x0000_FFFF;
+    for q in 0..2 {
+        let w = |j: usize| v[4 * q + j];
+        let pairs = [
+            (w(0) & LOW) | (w(1) << 16),  // (k0, k2)
+            (w(2) & LOW) | (w(3) << 16),  // (k4, k6)
+            (w(0) >> 16) | (w(1) & !LOW), // (k1, k3)
+            (w(2) >> 16) | (w(3) & !LOW), // (k5, k7)
+        ];
+        for (kind, pair) in pairs.into_iter().enumerate() {
+            store_pair(image, r, t, 4 * q as u32 + kind as u32, pair);
+        }
     }
 }
 

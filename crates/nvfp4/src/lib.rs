@@ -41,6 +41,7 @@ pub mod e2m1;
 pub mod e4m3;
 pub mod epilogue;
 pub mod layout;
+pub mod operand;
 pub mod shape;
 pub mod sm100;
 pub mod sm90;
