@@ -1,4 +1,5 @@
-//! The NVFP4 GEMM kernels, C = A·Bᵀ with e2m1 operands and e4m3 block scales, fp16 out.
+//! The NVFP4 GEMM kernels, C = A·Bᵀ with e2m1 operands and e4m3 block scales, fp16 or bf16
+//! out through the [`epilogue`] (alpha, bias).
 //!
 //! Every kernel compiles twice: for `nvptx64-nvidia-cuda`, where the `ptx` layer is
 //! inline PTX, and for the host, where the `ptx` layer calls the `emu` crate's CPU model
