@@ -15,9 +15,34 @@ ITERS = 50
 SLEEP_CYCLES = 200_000
 
 
+def median_us(call, flush, busy):
+    """Median GPU time of `call` in us over ITERS calls, L2 flushed before each (after
+    three warm-up calls). With `busy`, the GPU sleeps while Python enqueues the call (as a
+    model's earlier layers would keep it busy): the events then time the call's GPU work;
+    without, they also time any wait for the CPU."""
+    for _ in range(3):
+        call()
+    times = []
+    for _ in range(ITERS):
+        flush.zero_()
+        if busy:
+            torch.cuda._sleep(SLEEP_CYCLES)
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        stop.record()
+        times.append((start, stop))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in times)
+
+
+def l2_flush_buffer():
+    return torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")  # twice the H100's L2
+
+
 def main():
     torch.manual_seed(1)
-    flush = torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")  # twice the H100's L2
+    flush = l2_flush_buffer()
     print(f"device {torch.cuda.get_device_name()}, kernel {g.kernel_for()}, torch {torch.__version__}")
     for m, n, k in SHAPES:
         a = torch.randint(0, 256, (m, k // 2), dtype=torch.uint8, device="cuda")
@@ -29,31 +54,14 @@ def main():
             ("mm, fp16 out", lambda: g.mm(a, b, a_sf, b_sf, out_dtype=torch.float16)),
             ("mm, bf16 out, alpha tensor", lambda: g.mm(a, b, a_sf, b_sf, alpha=alpha)),
         ]:
-            for _ in range(3):
-                call()
-            medians = []
-            for busy in (False, True):
-                times = []
-                for _ in range(ITERS):
-                    flush.zero_()
-                    if busy:
-                        # Keep the GPU busy while Python enqueues the call (as a model's
-                        # earlier layers would): the events then time the call's GPU work.
-                        torch.cuda._sleep(SLEEP_CYCLES)
-                    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    call()
-                    stop.record()
-                    times.append((start, stop))
-                torch.cuda.synchronize()
-                medians.append(statistics.median(s.elapsed_time(e) * 1e3 for s, e in times))
-            print(f"{m}x{n}x{k:<6} {variant:<28} median {medians[0]:8.2f} us idle GPU, {medians[1]:8.2f} us behind GPU work")
+            idle, busy = median_us(call, flush, busy=False), median_us(call, flush, busy=True)
+            print(f"{m}x{n}x{k:<6} {variant:<28} median {idle:8.2f} us idle GPU, {busy:8.2f} us behind GPU work")
 
 
 def w4a16():
     """W4A16 (fp16 activations, NVFP4 weights) next to cuBLAS fp16 on pre-dequantized
     weights, with the GPU busy while Python enqueues; decode shapes included."""
-    flush = torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")
+    flush = l2_flush_buffer()
     shapes = SHAPES[:3] + [(mm, n, k) for mm in (1, 16) for (_, n, k) in SHAPES[:3]]
     for m, n, k in shapes:
         x = (torch.randint(-8, 9, (m, k), device="cuda") / 4).to(torch.float16)
@@ -61,24 +69,11 @@ def w4a16():
         w_sf = g.to_blocked(torch.randint(0, 4, (n, k // 16), device="cuda").to(torch.float8_e4m3fn))
         w16 = g.dequantize(w, w_sf, torch.float16)
         assert torch.equal(g.w4a16_mm(x, w, w_sf), (x.float() @ w16.float().t()).half())
-        row = []
-        for call in (lambda: g.w4a16_mm(x, w, w_sf), lambda: torch.matmul(x, w16.t())):
-            for _ in range(3):
-                call()
-            times = []
-            for _ in range(ITERS):
-                flush.zero_()
-                torch.cuda._sleep(SLEEP_CYCLES)
-                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                call()
-                stop.record()
-                times.append((start, stop))
-            torch.cuda.synchronize()
-            row.append(statistics.median(s.elapsed_time(e) * 1e3 for s, e in times))
+        ours = median_us(lambda: g.w4a16_mm(x, w, w_sf), flush, busy=True)
+        cublas = median_us(lambda: torch.matmul(x, w16.t()), flush, busy=True)
         weight_bytes = n * k // 2 + n * k // 16
-        print(f"w4a16 {m}x{n}x{k:<6} w4a16_mm {row[0]:8.2f} us ({weight_bytes / row[0] / 1e3:6.0f} GB/s of weights), "
-              f"cuBLAS fp16 pre-dequantized {row[1]:8.2f} us")
+        print(f"w4a16 {m}x{n}x{k:<6} w4a16_mm {ours:8.2f} us ({weight_bytes / ours / 1e3:6.0f} GB/s of weights), "
+              f"cuBLAS fp16 pre-dequantized {cublas:8.2f} us")
 
 
 if __name__ == "__main__":

@@ -106,10 +106,9 @@ def _alpha_parts(alpha, device: torch.device) -> Tuple[float, Optional[torch.Ten
     raise TypeError(f"alpha must be None, a float or a one-element float32 tensor, got {type(alpha).__name__}")
 
 
-def _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out) -> Tuple[int, int, int, int]:
-    """Checks mm's arguments; returns (L, M, N, K)."""
-    _check_tensor("a", a, _FP4_DTYPES)
-    device = a.device
+def _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out) -> Tuple[Tuple[int, int, int, int], float, Optional[torch.Tensor]]:
+    """Checks mm's arguments; returns ((L, M, N, K), alpha by value, alpha as a tensor or None)."""
+    device = a.device if isinstance(a, torch.Tensor) else None  # a's own check says if it is not
     _check_tensor("a", a, _FP4_DTYPES, device)
     _check_tensor("b", b, _FP4_DTYPES, device)
     la, m, half_k = _operand_dims("a", a)
@@ -125,7 +124,7 @@ def _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out) -> Tuple[int, int, 
     _check_scales("b_sf", b_sf, la, n, k, device)
     if out_dtype not in _OUT_DTYPES:
         raise TypeError(f"out_dtype must be torch.bfloat16 or torch.float16, got {out_dtype}")
-    _alpha_parts(alpha, device)
+    alpha_value, alpha_tensor = _alpha_parts(alpha, device)
     if bias is not None:
         _check_tensor("bias", bias, (out_dtype,), device)
         if tuple(bias.shape) != (n,):
@@ -135,7 +134,7 @@ def _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out) -> Tuple[int, int, 
         want = (m, n) if a.dim() == 2 else (la, m, n)
         if tuple(out.shape) != want:
             raise ValueError(f"out must have shape {list(want)}, got {tuple(out.shape)}")
-    return la, m, n, k
+    return (la, m, n, k), alpha_value, alpha_tensor
 
 
 # --------------------------------------------------------------------------------------
@@ -245,6 +244,19 @@ def kernel_for(device: Union[int, torch.device, None] = None) -> str:
 _WORKSPACE = {}
 
 
+def _workspace(device: torch.device, m: int, n: int, k: int, l: int) -> Optional[torch.Tensor]:
+    """The kernel scratch of a call, or None: from PyTorch's caching allocator, in stream
+    order (no cudaMalloc per call, safe under CUDA graph capture and on any stream); its
+    size is asked of the native layer once per shape."""
+    key = (device.index, m, n, k, l)
+    if key not in _WORKSPACE:
+        _WORKSPACE[key] = _native.workspace(device.index, m, n, k, l)
+    ws_bytes, zeroed = _WORKSPACE[key]
+    if not ws_bytes:
+        return None
+    return (torch.zeros if zeroed else torch.empty)(ws_bytes, dtype=torch.uint8, device=device)
+
+
 def _current_raw_stream(device: torch.device) -> int:
     """The CUstream of PyTorch's current stream on `device` (0 for the legacy default)."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -264,18 +276,8 @@ def _run_mm(a, b, a_sf, b_sf, alpha, alpha_value, bias, out, dims) -> None:
         _native.mm_cpu(a.data_ptr(), b.data_ptr(), a_sf.data_ptr(), b_sf.data_ptr(), out.data_ptr(), m, n, k, la, value,
                        bias.data_ptr() if bias is not None else 0, bf16)
         return
-    device = a.device.index
-    key = (device, m, n, k, la)
-    if key not in _WORKSPACE:
-        _WORKSPACE[key] = _native.workspace(device, m, n, k, la)
-    ws_bytes, zeroed = _WORKSPACE[key]
-    ws = None
-    if ws_bytes:
-        # From PyTorch's caching allocator, in stream order: no cudaMalloc per call, and
-        # safe under CUDA graph capture and on any stream.
-        ws = (torch.zeros if zeroed else torch.empty)(ws_bytes, dtype=torch.uint8, device=a.device)
-    stream = _current_raw_stream(a.device)
-    _native.mm_cuda(device, stream, a.data_ptr(), b.data_ptr(), a_sf.data_ptr(), b_sf.data_ptr(), out.data_ptr(),
+    ws = _workspace(a.device, m, n, k, la)
+    _native.mm_cuda(a.device.index, _current_raw_stream(a.device), a.data_ptr(), b.data_ptr(), a_sf.data_ptr(), b_sf.data_ptr(), out.data_ptr(),
                     m, n, k, la, alpha_value, alpha.data_ptr() if alpha is not None else 0,
                     bias.data_ptr() if bias is not None else 0, bf16, ws.data_ptr() if ws is not None else 0, False)
 
@@ -287,7 +289,7 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> Tuple[int, ...]:
 @torch.library.custom_op("nvfp4_gemm::mm", mutates_args=())
 def _mm_op(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: Optional[torch.Tensor],
            alpha_value: float, bias: Optional[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
-    dims = _check_mm(a, b, a_sf, b_sf, alpha if alpha is not None else alpha_value, bias, out_dtype, None)
+    dims, _, _ = _check_mm(a, b, a_sf, b_sf, alpha if alpha is not None else alpha_value, bias, out_dtype, None)
     out = torch.empty(_out_shape(a, b), dtype=out_dtype, device=a.device)
     _run_mm(a, b, a_sf, b_sf, alpha, alpha_value, bias, out, dims)
     return out
@@ -301,7 +303,7 @@ def _(a, b, a_sf, b_sf, alpha, alpha_value, bias, out_dtype):
 @torch.library.custom_op("nvfp4_gemm::mm_out", mutates_args=("out",))
 def _mm_out_op(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: Optional[torch.Tensor],
                alpha_value: float, bias: Optional[torch.Tensor], out: torch.Tensor) -> None:
-    dims = _check_mm(a, b, a_sf, b_sf, alpha if alpha is not None else alpha_value, bias, out.dtype, out)
+    dims, _, _ = _check_mm(a, b, a_sf, b_sf, alpha if alpha is not None else alpha_value, bias, out.dtype, out)
     _run_mm(a, b, a_sf, b_sf, alpha, alpha_value, bias, out, dims)
 
 
@@ -324,8 +326,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor,
     rounding."""
     if out is not None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
-    dims = _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out)
-    alpha_value, alpha_tensor = (1.0, alpha) if isinstance(alpha, torch.Tensor) else (1.0 if alpha is None else float(alpha), None)
+    dims, alpha_value, alpha_tensor = _check_mm(a, b, a_sf, b_sf, alpha, bias, out_dtype, out)
     if torch.compiler.is_compiling():
         # Traced: the custom ops, whose fake implementations give the output's shape.
         if out is None:
@@ -339,9 +340,9 @@ def mm(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor,
     return out
 
 
-def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[int, int, int, int]:
-    _check_tensor("x", x, _OUT_DTYPES)
-    device = x.device
+def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[float, Optional[torch.Tensor]]:
+    """Checks w4a16_mm's arguments; returns (alpha by value, alpha as a tensor or None)."""
+    device = x.device if isinstance(x, torch.Tensor) else None  # x's own check says if it is not
     _check_tensor("x", x, _OUT_DTYPES, device)
     _check_tensor("w", w, _FP4_DTYPES, device)
     lx, m, k = _operand_dims("x", x)
@@ -353,7 +354,7 @@ def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[int, int, int, int]:
     if k == 0 or k % SF_VECTOR != 0:
         raise ValueError(f"K = {k} must be a positive multiple of {SF_VECTOR}")
     _check_scales("w_sf", w_sf, 1, n, k, device)
-    _alpha_parts(alpha, device)
+    alpha_parts = _alpha_parts(alpha, device)
     if bias is not None:
         _check_tensor("bias", bias, (x.dtype,), device)
         if tuple(bias.shape) != (n,):
@@ -363,7 +364,7 @@ def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[int, int, int, int]:
         want = (m, n) if x.dim() == 2 else (lx, m, n)
         if tuple(out.shape) != want:
             raise ValueError(f"out must have shape {list(want)}, got {tuple(out.shape)}")
-    return lx, m, n, k
+    return alpha_parts
 
 
 # Devices whose kernel takes fp16 activations (the fused W4A16 path), by index.
@@ -385,13 +386,8 @@ def _w4a16_fused(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
     # One weight for every batch of x: the batches are rows of one GEMM, [L*M, K] x [N, K]^T.
     k, n = x.shape[-1], w.shape[0]
     m = x.numel() // k
-    device = x.device.index
-    key = (device, m, n, k, 1)
-    if key not in _WORKSPACE:
-        _WORKSPACE[key] = _native.workspace(device, m, n, k, 1)
-    ws_bytes, zeroed = _WORKSPACE[key]
-    ws = (torch.zeros if zeroed else torch.empty)(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None
-    _native.mm_cuda(device, _current_raw_stream(x.device), x.data_ptr(), w.data_ptr(), 0, w_sf.data_ptr(),
+    ws = _workspace(x.device, m, n, k, 1)
+    _native.mm_cuda(x.device.index, _current_raw_stream(x.device), x.data_ptr(), w.data_ptr(), 0, w_sf.data_ptr(),
                     out.data_ptr(), m, n, k, 1, alpha_value, alpha.data_ptr() if alpha is not None else 0,
                     bias.data_ptr() if bias is not None else 0, False, ws.data_ptr() if ws is not None else 0, True)
 
@@ -427,11 +423,16 @@ def _w4a16_op(x: torch.Tensor, w: torch.Tensor, w_sf: torch.Tensor, alpha: Optio
               bias: Optional[torch.Tensor]) -> torch.Tensor:
     _check_w4a16(x, w, w_sf, alpha if alpha is not None else alpha_value, bias, None)
     out = torch.empty((*x.shape[:-1], w.shape[0]), dtype=x.dtype, device=x.device)
+    _run_w4a16(x, w, w_sf, alpha, alpha_value, bias, out)
+    return out
+
+
+def _run_w4a16(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
+    """Computes a checked call into `out`: the fused kernel where there is one."""
     if x.numel() > 0 and _fused_w4a16(x):
         _w4a16_fused(x, w, w_sf, alpha, alpha_value, bias, out)
     else:
         _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out)
-    return out
 
 
 @_w4a16_op.register_fake
@@ -449,10 +450,16 @@ def w4a16_mm(x: torch.Tensor, w: torch.Tensor, w_sf: torch.Tensor, alpha=None, b
     dequantized into the tensor cores' registers, the activations laid out once per call.
     Otherwise (bf16 activations, other GPUs, CPU) the weights are dequantized exactly and
     multiplied with an fp32 result. The epilogue is the kernels' fp32 rule either way."""
-    alpha_value, alpha_tensor = _alpha_parts(alpha, x.device) if isinstance(x, torch.Tensor) else (1.0, None)
-    _check_w4a16(x, w, w_sf, alpha, bias, out)
-    y = torch.ops.nvfp4_gemm.w4a16_mm(x, w, w_sf, alpha_tensor, alpha_value, bias)
+    alpha_value, alpha_tensor = _check_w4a16(x, w, w_sf, alpha, bias, out)
+    if torch.compiler.is_compiling():
+        # Traced: the custom op, whose fake implementation gives the output's shape.
+        y = torch.ops.nvfp4_gemm.w4a16_mm(x, w, w_sf, alpha_tensor, alpha_value, bias)
+        if out is None:
+            return y
+        out.copy_(y)
+        return out
+    # Eager: as in `mm`, the implementation without the dispatcher, straight into `out`.
     if out is None:
-        return y
-    out.copy_(y)
+        out = torch.empty((*x.shape[:-1], w.shape[0]), dtype=x.dtype, device=x.device)
+    _run_w4a16(x, w, w_sf, alpha_tensor, alpha_value, bias, out)
     return out

@@ -6,7 +6,7 @@
 //! let gpu = Gpu::open(0)?;
 //! let problem = generate("128x7168x16384".parse().unwrap(), Distribution::GpuMode, 1);
 //! let gemm = Gemm::new(&gpu, Kernel::Naive)?;
-//! let c = gemm.run(&mut gemm.upload(&problem)?)?; // fp16 bits (the problem's epilogue), [L][M][N]
+//! let c = gemm.run(&mut gemm.upload(&problem)?)?; // C's bits in the epilogue's type (fp16 here), [L][M][N]
 //! # Ok(()) }
 //! ```
 
