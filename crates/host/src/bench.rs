@@ -23,8 +23,9 @@ use crate::dequant::{self, Dequantizer};
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::gemm::{Gemm, Timing};
-use crate::generate::{Distribution, generate};
+use crate::generate::{Distribution, generate, generate_w4a16};
 use crate::kernels::Kernel;
+use crate::problem::AFormat;
 use crate::reference::reference;
 use crate::report::Verification;
 use crate::verify::{POISON, compare, unwritten};
@@ -490,6 +491,16 @@ pub struct Options {
     pub iters: usize,
     pub device: usize,
     pub baselines: bool,
+    /// What A holds in our rows: NVFP4, and fp16 (W4A16) on the kernels that take it.
+    pub modes: Vec<AFormat>,
+}
+
+/// Our row's name: the kernel, with ` w4a16` when A is fp16 activations.
+pub fn row_name(kernel: Kernel, a_format: AFormat) -> String {
+    match a_format {
+        AFormat::Nvfp4 => kernel.name().to_string(),
+        AFormat::F16 => format!("{} w4a16", kernel.name()),
+    }
 }
 
 /// Times `call` like `Gemm::time`: two warm-up calls, then `iters` calls, each after an L2
@@ -685,15 +696,28 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
         crate::generate::check_host_memory(shape, false)?;
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
-        {
-            let mut d = gemms[0].upload(&problem)?;
-            for (gemm, &kernel) in gemms.iter().zip(&kernels) {
+        for &mode in &opts.modes {
+            let takers: Vec<usize> =
+                (0..kernels.len()).filter(|&i| mode == AFormat::Nvfp4 || kernels[i].takes_f16_activations()).collect();
+            if takers.is_empty() {
+                continue;
+            }
+            // W4A16: the same weights, A as fp16 activations (exact in fp32 sums too).
+            let w4a16 = (mode == AFormat::F16).then(|| generate_w4a16(shape, Distribution::GpuMode, 1));
+            let w4a16_want = w4a16.as_ref().map(reference);
+            let (problem, want) = match (&w4a16, &w4a16_want) {
+                (Some(p), Some(w)) => (p, w),
+                _ => (&problem, &want),
+            };
+            let mut d = gemms[takers[0]].upload(problem)?;
+            for &i in &takers {
+                let (gemm, name) = (&gemms[i], row_name(kernels[i], mode));
                 let got = gemm.run(&mut d)?;
-                let v = Verification::new("cpu", &compare(shape, &got, &want), unwritten(&got), got.dtype);
+                let v = Verification::new("cpu", &compare(shape, &got, want), unwritten(&got), got.dtype);
                 bad |= !v.passed;
                 let timing = gemm.time(&mut d, opts.iters)?;
-                let e = Entry::new(shape, kernel.name(), true, timing, Check::exact(v), &limits);
-                eprintln!("bench: {shape}: {:<30} {:>10.2} us  {}", kernel.name(), e.median_us, e.check.summary);
+                let e = Entry::new(shape, &name, true, timing, Check::exact(v), &limits);
+                eprintln!("bench: {shape}: {:<30} {:>10.2} us  {}", name, e.median_us, e.check.summary);
                 entries.push(e);
             }
         }
@@ -987,6 +1011,12 @@ pub(crate) mod tests {
             skipped: vec![],
             notes: vec![],
         }
+    }
+
+    #[test]
+    fn w4a16_rows_are_named_apart_from_the_nvfp4_rows() {
+        assert_eq!(row_name(Kernel::Sm90v2, AFormat::Nvfp4), "sm90v2");
+        assert_eq!(row_name(Kernel::Sm90v2, AFormat::F16), "sm90v2 w4a16");
     }
 
     #[test]

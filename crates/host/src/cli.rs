@@ -12,10 +12,10 @@ use crate::embedded;
 use crate::emulate;
 use crate::error::{Error, Result};
 use crate::gemm::Gemm;
-use crate::generate::{Distribution, generate};
+use crate::generate::{Distribution, generate, generate_w4a16};
 use crate::io;
 use crate::kernels::{Kernel, KernelChoice};
-use crate::problem::{Epilogue, Output, Problem};
+use crate::problem::{AFormat, Epilogue, Output, Problem};
 use crate::reference::reference;
 use crate::report::{RunReport, Speed, Verification, write_json};
 use crate::verify::{compare, unwritten};
@@ -62,6 +62,45 @@ enum VerifyMode {
     None,
 }
 
+/// What A holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// NVFP4: e2m1 values with an e4m3 scale per 16 (SFA), like B.
+    Nvfp4,
+    /// W4A16: fp16 activations [L, M, K] times the NVFP4 weights (kernels that take them:
+    /// sm90v2).
+    W4a16,
+}
+
+impl Mode {
+    pub fn a_format(self) -> AFormat {
+        match self {
+            Mode::Nvfp4 => AFormat::Nvfp4,
+            Mode::W4a16 => AFormat::F16,
+        }
+    }
+
+    /// Draws this mode's problem (W4A16: A as exact fp16 activations).
+    pub fn generate(self, shape: Shape, dist: Distribution, seed: u64) -> Problem {
+        match self {
+            Mode::Nvfp4 => generate(shape, dist, seed),
+            Mode::W4a16 => generate_w4a16(shape, dist, seed),
+        }
+    }
+}
+
+/// A clear refusal when `kernel` cannot run `a_format` (instead of a launch error).
+fn check_mode(kernel: Kernel, a_format: AFormat) -> Result<()> {
+    if a_format == AFormat::F16 && !kernel.takes_f16_activations() {
+        let takers: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+        return Err(Error::Usage(format!(
+            "--mode w4a16 (fp16 activations) runs on {}; {kernel} takes NVFP4 activations only",
+            takers.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Args)]
 struct RunArgs {
     /// Problem shape MxNxK or MxNxKxL (K a multiple of 16).
@@ -76,6 +115,9 @@ struct RunArgs {
     dist: Distribution,
     #[arg(long, value_enum, default_value = "auto")]
     kernel: KernelChoice,
+    /// What A holds: NVFP4 (with SFA) or fp16 activations (W4A16).
+    #[arg(long, value_enum, default_value = "nvfp4", conflicts_with = "inputs")]
+    mode: Mode,
     /// Timed runs (the median is reported).
     #[arg(long, default_value_t = 20)]
     iters: usize,
@@ -203,6 +245,9 @@ struct BenchArgs {
     /// shapes (1x7168x16384, 16x7168x16384, ...), where reading the weights is the floor.
     #[arg(long)]
     decode: bool,
+    /// Modes to time: NVFP4 A, and W4A16 (fp16 A) on the kernels that take it.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "nvfp4,w4a16")]
+    mode: Vec<Mode>,
 }
 
 /// Parses a shape argument into a `Shape` or an error naming the text.
@@ -231,6 +276,7 @@ pub fn main() -> i32 {
 fn describe_inputs(args: &RunArgs, epilogue: &Epilogue) -> String {
     let inputs = match &args.inputs {
         Some(p) => format!("from {}", p.display()),
+        None if args.mode == Mode::W4a16 => format!("dist {}, seed {}, A fp16 (w4a16)", args.dist, args.seed),
         None => format!("dist {}, seed {}", args.dist, args.seed),
     };
     if epilogue.is_identity() && !epilogue.alpha_in_memory {
@@ -246,7 +292,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         None => {
             let shape = parse_shape(&args.shape)?;
             crate::generate::check_host_memory(shape, args.emulate)?;
-            generate(shape, args.dist, args.seed)
+            args.mode.generate(shape, args.dist, args.seed)
         }
     };
     problem.epilogue = args.epilogue.epilogue(problem.shape.n, args.seed)?;
@@ -256,6 +302,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             return Err(Error::Usage("--verify gpu needs a GPU; under --emulate use --verify cpu".into()));
         }
         let kernel = args.kernel.resolve(None);
+        check_mode(kernel, problem.a_format)?;
         let run = emulate::run(&problem, kernel)?;
         let verification =
             (args.verify == VerifyMode::Cpu).then(|| check("cpu", &problem, &run.c, &reference(&problem)));
@@ -276,9 +323,12 @@ fn run(args: &RunArgs) -> Result<i32> {
     } else {
         let gpu = Gpu::open(args.device)?;
         let kernel = args.kernel.resolve(Some(gpu.info.compute_capability));
-        if args.verify == VerifyMode::Gpu && kernel == Kernel::Naive {
+        check_mode(kernel, problem.a_format)?;
+        if args.verify == VerifyMode::Gpu && (kernel == Kernel::Naive || problem.a_format == AFormat::F16) {
             return Err(Error::Usage(
-                "--verify gpu compares with the naive kernel itself; use --verify cpu for naive".into(),
+                "--verify gpu compares with the naive kernel, which takes NVFP4 A only and is not checked against \
+                 itself: use --verify cpu"
+                    .into(),
             ));
         }
         let gemm = Gemm::new(&gpu, kernel)?;
@@ -419,6 +469,8 @@ struct CaseResult {
     kernel: Kernel,
     shape: String,
     dist: String,
+    /// `nvfp4` or `fp16` (W4A16).
+    activations: String,
     /// `identity` or what the epilogue does (`alpha 0.375, bias, bf16 out`).
     epilogue: String,
     passed: bool,
@@ -467,20 +519,38 @@ pub fn epilogue_variants(n: u32, seed: u64) -> Vec<Epilogue> {
     ]
 }
 
-/// The problems of one selftest shape: both distributions with the identity epilogue, and
-/// with `variants`, the benchmark's distribution through each [`epilogue_variants`].
+/// The problems of one selftest shape: in both modes (NVFP4 A, and W4A16's fp16 A), both
+/// distributions with the identity epilogue; with `variants`, the benchmark's distribution
+/// through each [`epilogue_variants`] (NVFP4) and through the first one (W4A16).
 fn selftest_problems(shape: Shape, seed: u64, variants: bool) -> Vec<(Distribution, Problem)> {
     let mut problems = Vec::new();
-    for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
-        problems.push((dist, generate(shape, dist, seed + i as u64)));
-    }
-    if variants {
-        let base = problems[0].1.clone();
-        for epilogue in epilogue_variants(shape.n, seed) {
-            problems.push((Distribution::GpuMode, Problem { epilogue, ..base.clone() }));
+    for (m, mode) in [Mode::Nvfp4, Mode::W4a16].into_iter().enumerate() {
+        let first = problems.len();
+        for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
+            problems.push((dist, mode.generate(shape, dist, seed + (2 * m + i) as u64)));
+        }
+        if variants {
+            let base = problems[first].1.clone();
+            let count = if mode == Mode::Nvfp4 { usize::MAX } else { 1 };
+            for epilogue in epilogue_variants(shape.n, seed).into_iter().take(count) {
+                problems.push((Distribution::GpuMode, Problem { epilogue, ..base.clone() }));
+            }
         }
     }
     problems
+}
+
+/// Whether `kernel` runs `problem` (W4A16 problems run on the kernels that take fp16 A).
+fn runs(kernel: Kernel, problem: &Problem) -> bool {
+    problem.a_format == AFormat::Nvfp4 || kernel.takes_f16_activations()
+}
+
+/// The selftest column naming A's format.
+fn activations_name(problem: &Problem) -> &'static str {
+    match problem.a_format {
+        AFormat::Nvfp4 => "nvfp4",
+        AFormat::F16 => "fp16",
+    }
 }
 
 /// Short text for a table column: `identity` or the epilogue's description.
@@ -523,8 +593,8 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
         None => println!("selftest under the CPU emulator: kernels {kernels:?}"),
     }
     println!(
-        "{:<7} {:<16} {:<8} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9}",
-        "kernel", "shape", "dist", "epilogue", "ok", "mismatch", "unwritten", "ulps", "seconds"
+        "{:<7} {:<16} {:<8} {:<6} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9}",
+        "kernel", "shape", "dist", "A", "epilogue", "ok", "mismatch", "unwritten", "ulps", "seconds"
     );
     let gemms = match &gpu {
         Some(g) => load_kernels(g, &kernels)?,
@@ -536,9 +606,15 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
         // The epilogue variants on the small and odd shapes (each needs its own reference).
         let variants = s < EPILOGUE_SHAPES || ODD_SHAPES.contains(shape_text);
         for (dist, problem) in selftest_problems(shape, 1000, variants) {
+            if !kernels.iter().any(|&k| runs(k, &problem)) {
+                continue;
+            }
             let want = reference(&problem);
             let mut device_problem = gemms.first().map(|g| g.upload(&problem)).transpose()?;
             for (k, &kernel) in kernels.iter().enumerate() {
+                if !runs(kernel, &problem) {
+                    continue;
+                }
                 let start = Instant::now();
                 let got = match &mut device_problem {
                     Some(d) => gemms[k].run(d)?,
@@ -549,16 +625,18 @@ fn selftest(args: &SelftestArgs) -> Result<i32> {
                     kernel,
                     shape: shape.to_string(),
                     dist: dist.to_string(),
+                    activations: activations_name(&problem).into(),
                     epilogue: epilogue_name(&problem.epilogue),
                     passed: verification.passed,
                     verification,
                     seconds: start.elapsed().as_secs_f64(),
                 };
                 println!(
-                    "{:<7} {:<16} {:<8} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9.2}",
+                    "{:<7} {:<16} {:<8} {:<6} {:<36} {:<5} {:>10} {:>10} {:>6} {:>9.2}",
                     r.kernel.name(),
                     r.shape,
                     r.dist,
+                    r.activations,
                     r.epilogue,
                     if r.passed { "PASS" } else { "FAIL" },
                     r.verification.mismatches + r.verification.nan_mismatches,
@@ -584,6 +662,8 @@ struct EmulatorComparison {
     kernel: Kernel,
     shape: String,
     dist: String,
+    /// `nvfp4` or `fp16` (W4A16).
+    activations: String,
     epilogue: String,
     /// GPU output bit-identical to the emulator's.
     bit_identical: bool,
@@ -605,8 +685,8 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
     };
     println!("GPU ({}) vs emulator, same kernel source, same inputs", gpu.info.name);
     println!(
-        "{:<7} {:<16} {:<8} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}",
-        "kernel", "shape", "dist", "epilogue", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
+        "{:<7} {:<16} {:<8} {:<6} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}",
+        "kernel", "shape", "dist", "A", "epilogue", "bit-identical", "differing", "ulps", "gpu vs ref", "emu vs ref"
     );
     let gemms = load_kernels(&gpu, &kernels)?;
     let mut results = Vec::new();
@@ -614,9 +694,15 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
     for shape_text in EMULATOR_SHAPES {
         let shape = parse_shape(shape_text)?;
         for (dist, problem) in selftest_problems(shape, 2000, true) {
+            if !kernels.iter().any(|&k| runs(k, &problem)) {
+                continue;
+            }
             let want = reference(&problem);
             let mut device_problem = gemms[0].upload(&problem)?;
             for (gemm, &kernel) in gemms.iter().zip(&kernels) {
+                if !runs(kernel, &problem) {
+                    continue;
+                }
                 let on_gpu = gemm.run(&mut device_problem)?;
                 let emulated = emulate::run(&problem, kernel)?.c;
                 let between = compare(shape, &on_gpu, &emulated);
@@ -625,6 +711,7 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
                     kernel,
                     shape: shape.to_string(),
                     dist: dist.to_string(),
+                    activations: activations_name(&problem).into(),
                     epilogue: epilogue_name(&problem.epilogue),
                     bit_identical: differing == 0,
                     differing,
@@ -646,10 +733,11 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
                 let verdict =
                     |v: &Verification| format!("{} {}ulp", if v.passed { "pass" } else { "FAIL" }, v.max_ulps);
                 println!(
-                    "{:<7} {:<16} {:<8} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}{}",
+                    "{:<7} {:<16} {:<8} {:<6} {:<36} {:>13} {:>9} {:>6} {:>14} {:>14}{}",
                     kernel.name(),
                     r.shape,
                     r.dist,
+                    r.activations,
                     r.epilogue,
                     if r.bit_identical { "yes" } else { "no" },
                     r.differing,
@@ -695,6 +783,7 @@ fn bench(args: &BenchArgs) -> Result<i32> {
         iters: args.iters,
         device: args.device,
         baselines: !args.no_baselines,
+        modes: args.mode.iter().map(|m| m.a_format()).collect(),
     };
     let (report, bad) = crate::bench::run(&options)?;
     print!("{}", report.text());

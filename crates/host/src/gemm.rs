@@ -111,7 +111,11 @@ impl<'g> Gemm<'g> {
             shape: p.shape,
             a: s.clone_htod(&p.a).context("copying A to the GPU")?,
             b: s.clone_htod(&p.b).context("copying B to the GPU")?,
-            sfa: s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
+            // W4A16 has no SFA: a few bytes nothing reads keep the buffer non-empty.
+            sfa: match p.sfa.is_empty() {
+                true => s.alloc_zeros::<u8>(16).context("allocating SFA")?,
+                false => s.clone_htod(&p.sfa).context("copying SFA to the GPU")?,
+            },
             sfb: s.clone_htod(&p.sfb).context("copying SFB to the GPU")?,
             c: s.alloc_zeros::<u16>(p.shape.c_bytes() as usize / 2).context("allocating C")?,
             a_format: p.a_format,

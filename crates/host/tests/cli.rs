@@ -132,8 +132,11 @@ fn selftest_under_the_emulator_passes() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     // naive, sm90, sm90v2 and sm100 on 6 shapes x 2 draws, and on 4 of them (the first
-    // three and the odd 100x200x320) through the 3 epilogue variants: 4 x (12 + 12).
-    assert!(out.contains("96 of 96 cases passed"), "{out}");
+    // three and the odd 100x200x320) through the 3 epilogue variants: 4 x (12 + 12); W4A16
+    // (fp16 A) on sm90v2: 6 x 2 draws + 4 x 1 variant.
+    assert!(out.contains("112 of 112 cases passed"), "{out}");
+    let w4a16 = out.lines().filter(|l| l.starts_with("sm90v2") && l.contains(" fp16 ")).count();
+    assert_eq!(w4a16, 16, "{out}");
     assert!(out.contains("alpha 0.375, bias, bf16 out") && out.contains("alpha -2.5 (in GPU memory)"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
 }
@@ -172,4 +175,18 @@ fn selftest_probes_under_the_emulator_prints_the_table_and_passes() {
     }
     assert!(out.contains(" 0 failed"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn w4a16_mode_runs_on_sm90v2_and_is_refused_elsewhere_with_a_reason() {
+    let o = host(&["--shape", "64x72x192x2", "--mode", "w4a16", "--kernel", "sm90v2", "--emulate"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("A fp16 (w4a16)") && out.contains("verify   PASS") && out.contains("bit-exact"), "{out}");
+    for kernel in ["naive", "sm90", "sm100"] {
+        let o = host(&["--shape", "64x72x192", "--mode", "w4a16", "--kernel", kernel, "--emulate"]);
+        assert_eq!(o.status.code(), Some(2), "{kernel}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(err.contains("--mode w4a16") && err.contains("runs on sm90v2"), "{kernel}: {err}");
+    }
 }
