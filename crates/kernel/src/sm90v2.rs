@@ -19,11 +19,11 @@
 //!    128 rows x 128 bytes, already 128B-swizzled and with K permuted as the weight
 //!    fragments imply (see "K order" below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
-//!    a range of its K stages); consumer thread 0 copies each stage's image with one 1-D
-//!    `cp.async.bulk` into a ring; each consumer thread copies its own raw weights and
-//!    scales with `cp.async` into a private shared-memory ring `RAW_AHEAD` stages ahead,
-//!    reads them back (the next stage's while the last step's MMA runs), converts them
-//!    per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
+//!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
+//!    `cp.async.bulk` by consumer thread 0) and its raw weights and scales as they lie in
+//!    B and SFB (16-byte `cp.async`s shared by all threads); each consumer thread reads
+//!    its own rows' bytes back (the next stage's while the last step's MMA runs), converts
+//!    them per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
 //!    (3), so the conversion of step j+1 overlaps the MMAs of steps j-2..j (and of the
 //!    other warpgroup); stages go in pairs, drained (`wait_group 0`) once per pair.
 //!
@@ -47,25 +47,29 @@
 //! needs no warpgroup of its own. Without a producer warpgroup every thread may use 255
 //! registers (65536 / 256), so no `setmaxnreg` or register cap is needed.
 //!
-//! **Pipeline and barriers** (ring of `STAGES` activation images):
-//! - `full[s]` (1 arrival, the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
-//!   the bulk copy's `complete_tx`): slot s holds the stage's activations. The copy writes
-//!   through the async proxy and wgmma reads through it: no proxy fence anywhere.
+//! **Pipeline and barriers** (ring of `STAGES` slots: image, weights, scales):
+//! - `full[s]` (257 arrivals: the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
+//!   the bulk copy's `complete_tx`; and every thread's `cp.async.mbarrier.arrive.noinc`,
+//!   which fires once that thread's weight copies into the slot have landed): slot s holds
+//!   the stage. The image is written through the async proxy and wgmma reads it through
+//!   it: no proxy fence anywhere; the weights are written and read by plain loads.
 //! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
 //!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
 //!   first stage's last step complete.
-//! - The producer fills all slots before the loop, then at the end of stage kb refills
-//!   the slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so
-//!   its wait on `empty` rarely blocks warp 0) with stage kb - `REFILL_LAG` + `STAGES`:
-//!   the copies run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
-//! - The raw weights: each thread copies exactly the bytes it will read (4 rows x 8 bytes
-//!   of values, 4 x 4 bytes of scales per stage) with `cp.async` into its own slots of
-//!   the raw ring, one commit group per stage, `RAW_AHEAD` stages ahead;
-//!   `cp.async.wait_group RAW_AHEAD` then orders its own reads: no barrier. (The first
-//!   version kept them in registers one stage ahead: 9% slower on the largest M = 128
-//!   shape, and more stages in registers did not fit beside 128 accumulators.)
+//! - All threads fill all slots before the loop, then at the end of stage kb refill the
+//!   slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so the
+//!   wait on `empty` rarely blocks) with stage kb - `REFILL_LAG` + `STAGES`: the copies
+//!   run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
+//! - Why the weights share the slot: the first versions had each thread copy exactly the
+//!   bytes it reads (4 rows x 8 bytes and 4 scale groups per stage, 8-byte and 4-byte
+//!   `cp.async`s into a private ring, ordered by `cp.async.wait_group` alone). Those 8
+//!   small copies per thread per stage kept the L1/shared pipe 75% busy: an H100 run
+//!   with them removed (wrong results, timing only) took 12.5 us off the largest M = 128
+//!   shape. Copying the tile's rows in 16-byte chunks (2 per thread, plus one 16-byte
+//!   chunk of the scale tiles for 64 threads) halved the wavefronts; the price is the
+//!   `full` barrier's 256 extra arrivals (docs/perf-notes.md, "Session 11").
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). When the tiles fill fewer
 //! than half the SMs (all three M = 128 shapes), [`splits`] CTAs share a tile, each a
@@ -97,6 +101,7 @@ use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
 use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, griddep, memory, special, warp, wgmma};
 use crate::ring::RingPos;
+use crate::rows;
 use crate::{GemmArgs, Launch};
 
 // ---------------------------------------------------------------------------------------
@@ -123,10 +128,6 @@ pub const BLOCK_K: u32 = K_GRANULE;
 const STEPS: u32 = BLOCK_K / WGMMA_K;
 /// Activation images in flight.
 pub const STAGES: u32 = 6;
-/// Stages the consumers' raw weight copies run ahead of their use, and the raw ring's
-/// slots (one more: the slot being refilled is never the one being read).
-const RAW_AHEAD: u32 = 3;
-const RAW_STAGES: u32 = RAW_AHEAD + 1;
 /// Stages between a slot's release and its refill (see the header).
 const REFILL_LAG: u32 = 1;
 /// Consumer threads: all threads.
@@ -144,13 +145,21 @@ const ROW_F16_BYTES: u32 = BLOCK_K * F16_BYTES;
 const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
 const LANES_PER_ROW: u32 = 4;
 const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
-/// A thread's raw slot: 16-byte chunks [values of rows 0-1, values of rows 2-3, the 4
-/// rows' 4-byte scale groups], each chunk thread-major so a warp's 16-byte reads are
-/// contiguous (conflict-free).
-const RAW_CHUNKS: u32 = 3;
-const RAW_STAGE_BYTES: u32 = RAW_CHUNKS * CONSUMER_THREADS * CHUNK;
 /// One activation image: BLOCK_M rows x 128 bytes.
 pub const ACT_STAGE_BYTES: u32 = BLOCK_M * ROW_F16_BYTES;
+/// The stage's raw weights as they lie in B: BLOCK_N rows x 32 bytes, row-major.
+const WEIGHT_STAGE_BYTES: u32 = BLOCK_N * ROW_RAW_BYTES;
+/// The stage's weight scales: one blocked-layout tile (128 rows x 4 scales, 512 bytes) per
+/// 128 weight rows, copied as they lie in SFB.
+const SCALE_STAGE_BYTES: u32 = BLOCK_N / layout::TILE_ROWS * layout::TILE_BYTES;
+/// One ring slot: the activation image, then the raw weights and their scales.
+const STAGE_BYTES: u32 = ACT_STAGE_BYTES + WEIGHT_STAGE_BYTES + SCALE_STAGE_BYTES;
+/// 16-byte chunks of a stage's weights and scales, and of one weight row; every consumer
+/// thread copies `WEIGHT_CHUNKS / THREADS` weight chunks, the first `SCALE_CHUNKS` threads
+/// one scale chunk each.
+const WEIGHT_CHUNKS: u32 = WEIGHT_STAGE_BYTES / CHUNK;
+const ROW_CHUNKS: u32 = ROW_RAW_BYTES / CHUNK;
+const SCALE_CHUNKS: u32 = SCALE_STAGE_BYTES / CHUNK;
 /// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
 const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
 /// Leading byte offset: unused by a swizzled K-major operand one atom wide in K.
@@ -171,6 +180,8 @@ const FRAG_BUFFERS: usize = IN_FLIGHT as usize + 1;
 const BARRIER_CTA: u32 = 0;
 
 const _: () = assert!(THREAD_RAW_BYTES == 8, "one 8-byte load per thread per row per stage: two words");
+const _: () = assert!(CHUNK == rows::CHUNK && WEIGHT_CHUNKS.is_multiple_of(THREADS) && SCALE_CHUNKS <= THREADS);
+const _: () = assert!(BLOCK_N.is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
 const _: () = assert!(THREAD_RAW_BYTES * 2 == SF_VECTOR, "a thread's values are exactly one scale block");
 const _: () = assert!(PAIRS == 2 * STEPS, "each k16 step uses two pairs of every row");
 const _: () = assert!(PAIRS * CHUNK == ROW_F16_BYTES, "chunk i of an image row holds H[i] of the 4 threads");
@@ -186,22 +197,23 @@ const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the 
 // Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
 // ---------------------------------------------------------------------------------------
 
-/// Activation ring: [STAGES][BLOCK_M rows][128 B] fp16, 128B-swizzled (the images).
-const ACT_OFFSET: u32 = 0;
-/// Raw ring: [RAW_STAGES][RAW_CHUNKS][256 threads][16 B] (see `RAW_CHUNKS`).
-const RAW_OFFSET: u32 = ACT_OFFSET + STAGES * ACT_STAGE_BYTES;
+/// The ring: [STAGES] slots of [activation image: BLOCK_M rows x 128 B fp16,
+/// 128B-swizzled][weights: BLOCK_N rows x 32 B e2m1][scales: BLOCK_N / 128 tiles x 512 B].
+const RING_OFFSET: u32 = 0;
 /// mbarriers: full[STAGES], then empty[STAGES].
-const FULL_OFFSET: u32 = RAW_OFFSET + RAW_STAGES * RAW_STAGE_BYTES;
+const FULL_OFFSET: u32 = RING_OFFSET + STAGES * STAGE_BYTES;
 const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
 /// Total dynamic shared memory.
 pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
 
-const _: () = assert!(ACT_STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+const _: () = assert!(STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
 const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
 const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
 
-/// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the bytes do the rest).
-const FULL_ARRIVALS: u32 = 1;
+/// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the image's bytes do the
+/// rest), and each consumer thread's `cp.async.mbarrier.arrive.noinc` (once its weight
+/// copies have landed).
+const FULL_ARRIVALS: u32 = 1 + CONSUMER_THREADS;
 /// Arrivals that empty it: every consumer thread.
 const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
 
@@ -210,13 +222,17 @@ struct Smem(SmemAddr);
 
 impl Smem {
     fn act(self, slot: u32) -> SmemAddr {
-        self.0.offset(ACT_OFFSET + slot * ACT_STAGE_BYTES)
+        self.0.offset(RING_OFFSET + slot * STAGE_BYTES)
     }
-    /// Chunk `chunk` of consumer thread `ctid`'s raw slot `slot`.
-    fn raw(self, slot: u32, chunk: u32, ctid: u32) -> SmemAddr {
-        self.0.offset(RAW_OFFSET + slot * RAW_STAGE_BYTES + (chunk * CONSUMER_THREADS + ctid) * CHUNK)
+    /// The raw weights of slot `slot`: row r of the tile at 32·r.
+    fn weights(self, slot: u32) -> SmemAddr {
+        self.act(slot).offset(ACT_STAGE_BYTES)
     }
-    /// Guards "slot holds this stage's activations".
+    /// The weight scales of slot `slot`: scale t of tile row r at `layout::offset(r, t, 4)`.
+    fn scales(self, slot: u32) -> SmemAddr {
+        self.weights(slot).offset(WEIGHT_STAGE_BYTES)
+    }
+    /// Guards "slot holds this stage's activations, weights and scales".
     fn full(self, slot: u32) -> Mbarrier {
         Mbarrier(self.0.offset(FULL_OFFSET + slot * MBARRIER_BYTES))
     }
@@ -530,66 +546,82 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), ACT_STAGE_BYTES, full);
 }
 
-/// Global addresses of one of a consumer thread's 4 weight rows.
+/// Every consumer thread's share of stage `kb`'s weights: `WEIGHT_CHUNKS / THREADS`
+/// 16-byte chunks of the tile's 256 x 32-byte rows (chunk c: row c / 2, half c % 2, so a
+/// warp reads 16 whole 32-byte sectors), and for the first `SCALE_CHUNKS` threads one chunk
+/// of the stage's scale tiles, all with `cp.async` into slot `slot`; then
+/// `cp.async.mbarrier.arrive.noinc` on `full[slot]` fires once they have landed, so any
+/// thread may read any other thread's copies after waiting on `full`.
 ///
 /// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
-/// alone and rows past N are never stored, so any finite data will do, and unmasked
-/// copies keep flags out of the register budget (128 accumulators take half of it).
-#[derive(Clone, Copy)]
-struct WeightRow {
-    /// The thread's 8 bytes of stage 0 of the row.
-    values: u64,
-    /// The row's 4-byte scale group of stage 0 (blocked layout; stage kb is kb tiles
-    /// further on); the thread's scale is byte t of it.
-    scales: u64,
-}
-
-/// Where a thread copies from: its 4 weight rows, the scale step between stages, and how
-/// many stages hold its 8 bytes (the rest, past K in a partial last stage, read zeros).
-struct RawSource {
-    rows: [WeightRow; 4],
-    tile_step: u64,
-    stages_inside: u32,
-}
-
-/// Copies stage `kb` (clamped to the unit's `last`: past it, a harmless copy of the last
-/// stage keeps one group per stage) of the thread's rows into raw slot `slot`.
+/// alone and rows past N are never stored, so any finite data will do. Bytes past K (a
+/// partial last stage) and scale tiles past the last row block read as zeros.
 #[inline(always)]
-fn copy_raw(smem: Smem, src: &RawSource, kb: u32, last: u32, slot: u32, ctid: u32) {
-    let kb = kb.min(last);
-    let size = if kb < src.stages_inside { THREAD_RAW_BYTES } else { 0 };
-    for (i, row) in src.rows.iter().enumerate() {
-        let i = i as u32;
-        let values = smem.raw(slot, i / 2, ctid).offset((i % 2) * THREAD_RAW_BYTES);
-        // `src_size` 0 reads nothing and writes zeros.
-        let from = if size > 0 { row.values + (kb * ROW_RAW_BYTES) as u64 } else { 0 };
-        cp_async::ca_8(values, from, size);
-        let scales = smem.raw(slot, RAW_CHUNKS - 1, ctid).offset(i * F32_BYTES);
-        cp_async::ca_4(scales, row.scales + kb as u64 * src.tile_step, F32_BYTES);
+fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u32) {
+    let args = &p.args;
+    let weights = args.b + unit.l as u64 * args.n as u64 * p.row_bytes;
+    for i in 0..WEIGHT_CHUNKS / THREADS {
+        let chunk = tid + i * THREADS;
+        let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
+        let n = (unit.n0 + row).min(args.n - 1);
+        let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
+        rows::copy_chunk(dst, weights + n as u64 * p.row_bytes, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32);
     }
-    cp_async::commit_group();
+    if tid < SCALE_CHUNKS {
+        let chunks_per_tile = layout::TILE_BYTES / CHUNK;
+        let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
+        let row_block = unit.n0 / layout::TILE_ROWS + tile;
+        let inside = row_block < layout::row_blocks(args.n);
+        let sf = args.sfb + unit.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
+        let src = sf + layout::tile_offset(row_block, kb, p.sf_cols) + (piece * CHUNK) as u64;
+        let dst = smem.scales(slot).offset(tid * CHUNK);
+        // `src_size` 0 reads nothing and writes zeros.
+        cp_async::cg_16(dst, if inside { src } else { 0 }, if inside { CHUNK } else { 0 });
+    }
+    cp_async::mbarrier_arrive_noinc(smem.full(slot));
 }
 
-/// One stage of a thread's raw data: two words (as u64) and the scale byte per row.
+/// One stage of a thread's raw data: two words (as u64) and the fp16x2 scale (sf·64) per
+/// row.
 struct Raw {
     words: [u64; 4],
     scales: [u32; 4],
 }
 
-/// Reads raw slot `slot` back (after `cp.async.wait_group` proved it landed); the
-/// scales are the bytes here, fp16x2 (sf·64) once `consumer` converts them.
-#[inline(always)]
-fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
-    let lo = memory::ld_shared_v4_b32(smem.raw(slot, 0, ctid));
-    let hi = memory::ld_shared_v4_b32(smem.raw(slot, 1, ctid));
-    let sf = memory::ld_shared_v4_b32(smem.raw(slot, RAW_CHUNKS - 1, ctid));
-    let word = |w: [u32; 4], i: usize| w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32;
-    Raw { words: [word(lo, 0), word(lo, 1), word(hi, 0), word(hi, 1)], scales: sf.map(|g| (g >> (8 * t)) & 0xFF) }
+/// Where a consumer thread's 4 rows lie in a slot: tile rows 128c + 64b + 16w + g + 8h for
+/// row i = 2b + h (block b, h = 0 for row g, 1 for g + 8).
+struct OwnRows {
+    /// Offset of the thread's 8 bytes of each row in the weights.
+    values: [u32; 4],
+    /// Offset of each row's 4-byte scale group (the thread's scale is byte t of it).
+    scales: [u32; 4],
+}
+
+impl OwnRows {
+    #[inline(always)]
+    fn new(c: u32, w: u32, g: u32, t: u32) -> OwnRows {
+        let row = |i: u32| c * BLOCKS as u32 * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
+        OwnRows {
+            values: core::array::from_fn(|i| row(i as u32) * ROW_RAW_BYTES + t * THREAD_RAW_BYTES),
+            scales: core::array::from_fn(|i| layout::offset(row(i as u32), 0, layout::TILE_COLS) as u32),
+        }
+    }
+
+    /// Reads the thread's raw data of slot `slot` (after its `full` wait).
+    #[inline(always)]
+    fn read(&self, smem: Smem, slot: u32, t: u32) -> Raw {
+        let (weights, scales) = (smem.weights(slot), smem.scales(slot));
+        Raw {
+            words: self.values.map(|o| {
+                let [lo, hi] = memory::ld_shared_v2_b32(weights.offset(o));
+                lo as u64 | (hi as u64) << 32
+            }),
+            scales: self.scales.map(|o| scale_f16x2((memory::ld_shared_b32(scales.offset(o)) >> (8 * t)) & 0xFF)),
+        }
+    }
 }
 
 /// Consumer warpgroup `c`: weight rows n0 + 128c + 64b + 16w + g (+8), b = 0, 1.
-///
-/// Row index i = 2b + h of the thread's four rows: block b, h = 0 for row g, 1 for g + 8.
 #[inline(always)]
 // `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
 // the lints fire on the expansion, not on anything to simplify.
@@ -597,60 +629,35 @@ fn read_raw(smem: Smem, slot: u32, ctid: u32, t: u32) -> Raw {
 fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
-    let args = &p.args;
-    let sf_batch = args.sfb + unit.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
-    let tile_step = layout::tile_offset(0, 1, p.sf_cols) - layout::tile_offset(0, 0, p.sf_cols);
-    let rows: [WeightRow; 4] = core::array::from_fn(|i| {
-        let (b, h) = (i as u32 / 2, i as u32 % 2);
-        let n = (unit.n0 + c * BLOCKS as u32 * WGMMA_M + b * WGMMA_M + 16 * w + g + 8 * h).min(args.n - 1);
-        WeightRow {
-            values: args.b + (unit.l as u64 * args.n as u64 + n as u64) * p.row_bytes + (t * THREAD_RAW_BYTES) as u64,
-            scales: sf_batch + layout::offset(n, 0, p.sf_cols),
-        }
-    });
-    // Stages whose bytes [kb·32 + 8t, kb·32 + 8t + 8) lie inside the row.
-    let own_offset = (t * THREAD_RAW_BYTES) as u64;
-    let stages_inside = p.row_bytes.saturating_sub(own_offset).div_ceil(ROW_RAW_BYTES as u64) as u32;
-    let raw_source = RawSource { rows, tile_step, stages_inside };
-
+    let own = OwnRows::new(c, w, g, t);
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
-    // Raw copies RAW_AHEAD stages ahead; `raw_slot` is the slot of stage kb. The weights
-    // are inputs: their first copies go out while the prologue may still be running.
-    for i in 0..RAW_AHEAD {
-        copy_raw(smem, &raw_source, begin + i, end - 1, i, ctid);
+    // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
+    // while the prologue may still be running...
+    let prefill = STAGES.min(end - begin);
+    for i in 0..prefill {
+        copy_weights(smem, p, unit, begin + i, i, ctid);
     }
-    // From here on the prologue's activation images are read: wait for it to complete.
+    // ...the activation images only once it has completed.
     griddep::wait();
     let producer = ctid == PRODUCER_THREAD;
     if producer {
-        // Every slot is fresh: fill the ring.
-        for i in 0..STAGES.min(end - begin) {
+        for i in 0..prefill {
             issue_stage(smem, p, unit, begin + i, i);
         }
     }
-    // The slot the producer refills next, and its lap (the `empty` phase to wait for).
+    // The slot every thread refills next, and its lap (the `empty` phase to wait for).
     let mut refill = RingPos::<STAGES>::START;
-    let mut raw_slot = 0;
-    // Refill the slot read a stage ago with stage kb + RAW_AHEAD, wait for the group of
-    // the stage in `raw_slot` (all but the RAW_AHEAD newest groups complete), read it.
-    let mut fetch = |kb: u32| -> Raw {
-        let refill_slot = if raw_slot == 0 { RAW_STAGES - 1 } else { raw_slot - 1 };
-        copy_raw(smem, &raw_source, kb + RAW_AHEAD, end - 1, refill_slot, ctid);
-        cp_async::wait_group::<RAW_AHEAD>();
-        let raw = read_raw(smem, raw_slot, ctid, t);
-        raw_slot = if raw_slot + 1 == RAW_STAGES { 0 } else { raw_slot + 1 };
-        Raw { words: raw.words, scales: raw.scales.map(scale_f16x2) }
-    };
     // This stage's raw words and fp16x2 scales.
-    let mut raw = fetch(begin);
+    let mut ring = RingPos::<STAGES>::START;
+    smem.full(ring.slot).wait(ring.phase);
+    let mut raw = own.read(smem, ring.slot, t);
     let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
     // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
     // IN_FLIGHT` that follows step j + IN_FLIGHT proved step j complete (and across the
     // loop's back-edge after `wait_group 0`).
     let mut frags = [[[0u32; 4]; BLOCKS]; FRAG_BUFFERS];
-    let mut ring = RingPos::<STAGES>::START;
     // A do-while: every unit has at least one stage, and with no path around the loop
     // the accumulators are never merged with their initial zeros (ptxas would serialize
     // the wgmmas over the copies such a merge needs).
@@ -661,8 +668,8 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let mut held = 0;
     'stages: loop {
         seq_macro::seq!(S in 0..2 {{
+            // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
-            smem.full(ring.slot).wait(ring.phase);
             let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
             seq_macro::seq!(J in 0..4 {{
                 const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
@@ -698,8 +705,13 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
                     }
                 } else {
                     // The next stage's raw data (past the last stage: a harmless
-                    // re-read), while this step's MMA runs: not a wgmma operand.
-                    raw = fetch(kb + 1);
+                    // re-read of this one, whose slot is not refilled any more), while
+                    // this step's MMA runs: not a wgmma operand.
+                    let mut next = ring;
+                    next.advance();
+                    let next = if kb + 1 < end { next } else { ring };
+                    smem.full(next.slot).wait(next.phase);
+                    raw = own.read(smem, next.slot, t);
                     if S == 1 {
                         // Drain at the loop's back-edge: the next pair's fragments are
                         // the same PTX registers as this pair's, and ptxas serializes
@@ -715,11 +727,16 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
                         wgmma::wait_group::<IN_FLIGHT>();
                         held = ring.slot;
                     }
-                    // The producer refills the slot of stage kb - REFILL_LAG once
-                    // everyone has released it.
-                    if producer && kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
+                    // Every thread refills the slot of stage kb - REFILL_LAG with its
+                    // weight chunks, the producer with the image, once everyone has
+                    // released it.
+                    if kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
+                        let stage = kb - REFILL_LAG + STAGES;
                         smem.empty(refill.slot).wait(refill.phase);
-                        issue_stage(smem, p, unit, kb - REFILL_LAG + STAGES, refill.slot);
+                        copy_weights(smem, p, unit, stage, refill.slot, ctid);
+                        if producer {
+                            issue_stage(smem, p, unit, stage, refill.slot);
+                        }
                         refill.advance();
                     }
                 }

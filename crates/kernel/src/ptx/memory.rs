@@ -202,6 +202,29 @@ pub fn ld_shared_v4_b32(addr: SmemAddr) -> [u32; 4] {
     }
 }
 
+/// `ld.shared.v2.b32 {r0, r1}, [addr];` (8-byte aligned).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ld_shared_v2_b32(addr: SmemAddr) -> [u32; 2] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b): (u32, u32);
+        // SAFETY: as above.
+        unsafe {
+            asm!(
+                "ld.shared.v2.b32 {{{}, {}}}, [{}];",
+                out(reg32) a, out(reg32) b, in(reg32) addr.0,
+                options(readonly, nostack)
+            )
+        };
+        [a, b]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::ld_shared::<[u32; 2]>(addr.0)
+    }
+}
+
 /// `st.shared.b32 [addr], v;` (4-byte aligned).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
