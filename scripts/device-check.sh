@@ -3,7 +3,11 @@
 # everything, so one call should do it all). Run from the repository root after
 # `scripts/build-for-device.sh` here; logs go to $OUT (or ./device-out).
 #
-#   scripts/device-check.sh [quick|full]
+#   scripts/device-check.sh [quick|bench|full]
+#
+# quick: correctness (runs, selftest, emulator fidelity, probes, GPU tests, a few
+# sanitizer runs, SASS, bad input); bench: the benchmark tables and the long sanitizer
+# runs; full: both (more than one 10-minute device call: run quick and bench apart).
 set -u
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
@@ -19,6 +23,8 @@ run() { # run with a time limit, keep going on failure, echo the exit code
 step "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,power.limit --format=csv
 run 60 $HOST info
+
+if [ "$mode" != bench ]; then
 
 step "main shape, naive, sm90 and sm90v2, verified against the exact CPU reference"
 run 300 $HOST --shape 128x7168x16384 --kernel naive --json "$OUT/naive-main.json"
@@ -51,7 +57,14 @@ run 600 $HOST selftest --compare-emulator --json "$OUT/compare-emulator.json"
 step "instruction probes: GPU vs emulator vs expected"
 run 300 $HOST selftest --probes --json "$OUT/probes.json"
 
-if [ "$mode" = full ]; then
+step "W4A16 (fp16 activations) on sm90v2, and its refusal elsewhere"
+run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --mode w4a16 --iters 20
+run 120 $HOST --shape 33x130x80x2 --kernel sm90v2 --mode w4a16 --alpha 0.375 --bias --out-dtype bf16 --iters 3
+run 60 $HOST --shape 128x256x512 --kernel sm90 --mode w4a16
+run 300 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape 129x300x1024 --kernel sm90v2 --mode w4a16 --iters 0
+fi
+
+if [ "$mode" != quick ]; then
   step "bench"
   run 600 $HOST bench --json "$OUT/bench.json" --svg "$OUT/bench.svg"
 
@@ -77,6 +90,7 @@ if [ "$mode" = full ]; then
   done
 fi
 
+if [ "$mode" != bench ]; then
 step "SASS of the Hopper kernels: HGMMA in the main loops, no local memory"
 if [ -f ./.gpu/sm90a.ptx ]; then
   run 120 ptxas -arch=sm_90a -v -o "$OUT/sm90a.cubin" ./.gpu/sm90a.ptx 2> "$OUT/ptxas-sm90a.txt"
@@ -93,3 +107,4 @@ for args in "--shape 0x128x64" "--shape 128x128" "--shape 128x128x100" "--shape 
             "--kernel sm100 --shape 128x7168x16384" ; do
   run 60 $HOST $args
 done
+fi
