@@ -117,10 +117,13 @@ impl Gemms {
         let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
         let module = ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
         let mut functions = Vec::new();
-        // The steps' entry points and shared memory do not depend on the shape, but a
-        // step may be skipped for some: this small shape with a long K has them all.
-        let every_step = Shape::new(1, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape");
-        for step in kernel.steps(every_step) {
+        // A step may be skipped for some shapes, and sm90v2 has decode (M <= 16) and
+        // prefill entry points: these two shapes with a long K have them all.
+        let every_step = [1, 256].map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"));
+        for step in every_step.into_iter().flat_map(|shape| kernel.steps(shape)) {
+            if functions.iter().any(|(entry, _)| *entry == step.entry) {
+                continue;
+            }
             let function = module.load_function(step.entry).context(format!("finding kernel {}", step.entry))?;
             let smem = step.launch.dynamic_smem;
             if smem > 48 * 1024 {

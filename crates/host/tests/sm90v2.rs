@@ -56,6 +56,32 @@ fn split_k_tiles_match_the_reference_under_emulation() {
     }
 }
 
+/// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points): one
+/// row, a full 16 with N tails and L = 2, split K over 8 splits (rings that wrap inside a
+/// split) and over 4, W4A16 and an epilogue variant on decode tiles too.
+#[test]
+fn decode_tiles_match_the_reference_under_emulation() {
+    for (shape, want_splits) in [("1x77x64", 1), ("16x300x256x2", 1), ("5x260x4096", 8), ("16x200x1152x2", 4)] {
+        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
+        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
+        assert_eq!(splits(shape), want_splits, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+    use host::generate::generate_w4a16;
+    for (shape, variant) in [("1x260x2048", false), ("16x77x80x2", true)] {
+        let mut p = generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, 3);
+        if variant {
+            p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
+        }
+        let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
+        let c = compare(p.shape, &run.c, &reference(&p));
+        assert_eq!(unwritten(&run.c), 0, "{shape}");
+        assert!(c.bit_exact, "{shape}: {c}");
+    }
+}
+
 #[test]
 fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     // Two calls (prologue, GEMM, reduce each) on one workspace: every launch writes what

@@ -120,8 +120,8 @@ const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
 /// Weight rows (columns of C) per CTA tile.
 pub const BLOCK_N: u32 = CONSUMERS * BLOCKS as u32 * WGMMA_M;
-/// Activation rows (rows of C) per CTA tile: the wgmma N.
-pub const BLOCK_M: u32 = 128;
+/// M up to this runs on decode tiles (see [`Rows`]).
+pub const DECODE_MAX_M: u32 = 16;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
@@ -145,15 +145,19 @@ const ROW_F16_BYTES: u32 = BLOCK_K * F16_BYTES;
 const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
 const LANES_PER_ROW: u32 = 4;
 const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
-/// One activation image: BLOCK_M rows x 128 bytes.
-pub const ACT_STAGE_BYTES: u32 = BLOCK_M * ROW_F16_BYTES;
+/// One activation image: `rows` x 128 bytes.
+pub const fn act_stage_bytes(rows: u32) -> u32 {
+    rows * ROW_F16_BYTES
+}
 /// The stage's raw weights as they lie in B: BLOCK_N rows x 32 bytes, row-major.
 const WEIGHT_STAGE_BYTES: u32 = BLOCK_N * ROW_RAW_BYTES;
 /// The stage's weight scales: one blocked-layout tile (128 rows x 4 scales, 512 bytes) per
 /// 128 weight rows, copied as they lie in SFB.
 const SCALE_STAGE_BYTES: u32 = BLOCK_N / layout::TILE_ROWS * layout::TILE_BYTES;
 /// One ring slot: the activation image, then the raw weights and their scales.
-const STAGE_BYTES: u32 = ACT_STAGE_BYTES + WEIGHT_STAGE_BYTES + SCALE_STAGE_BYTES;
+const fn stage_bytes(rows: u32) -> u32 {
+    act_stage_bytes(rows) + WEIGHT_STAGE_BYTES + SCALE_STAGE_BYTES
+}
 /// 16-byte chunks of a stage's weights and scales, and of one weight row; every consumer
 /// thread copies `WEIGHT_CHUNKS / THREADS` weight chunks, the first `SCALE_CHUNKS` threads
 /// one scale chunk each.
@@ -168,8 +172,6 @@ const LBO_UNUSED: u32 = 16;
 const CHUNK: u32 = 16;
 /// fp16 pairs per thread per row per stage (H[0..8] in the header).
 const PAIRS: u32 = 8;
-/// fp32 accumulators per thread per m64 block: m64n128 / 128 threads.
-const ACCUMULATORS: usize = (WGMMA_M * BLOCK_M / WARPGROUP) as usize;
 /// wgmma groups (k16 steps) a consumer leaves in flight while it converts the next
 /// step, and the A fragment buffers that takes: 4 x 8 registers. (Measured on an H100
 /// with stage pairs: 2 in flight 78.0 us, 3 in flight 76.5 us on the largest M = 128
@@ -188,7 +190,6 @@ const _: () = assert!(PAIRS * CHUNK == ROW_F16_BYTES, "chunk i of an image row h
 const _: () = assert!(LANES_PER_ROW * F32_BYTES == CHUNK);
 const _: () = assert!(ROW_F16_BYTES == Swizzle::B128.row_bytes(), "one stage row is one 128B-swizzle row");
 const _: () = assert!(BLOCK_K == layout::TILE_COLS * SF_VECTOR, "a stage is one blocked scale tile column");
-const _: () = assert!(ACCUMULATORS == 64, "the epilogue is unrolled for 64 accumulators per block");
 const _: () = assert!(IN_FLIGHT < STEPS, "a stage's slot is released within the next stage");
 const _: () = assert!(REFILL_LAG >= 1 && REFILL_LAG < STAGES, "refill a released slot, keep copies ahead");
 const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the SM without a cap");
@@ -197,18 +198,33 @@ const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the 
 // Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
 // ---------------------------------------------------------------------------------------
 
-/// The ring: [STAGES] slots of [activation image: BLOCK_M rows x 128 B fp16,
-/// 128B-swizzled][weights: BLOCK_N rows x 32 B e2m1][scales: BLOCK_N / 128 tiles x 512 B].
-const RING_OFFSET: u32 = 0;
-/// mbarriers: full[STAGES], then empty[STAGES].
-const FULL_OFFSET: u32 = RING_OFFSET + STAGES * STAGE_BYTES;
-const EMPTY_OFFSET: u32 = FULL_OFFSET + STAGES * MBARRIER_BYTES;
-/// Total dynamic shared memory.
-pub const SMEM_BYTES: u32 = EMPTY_OFFSET + STAGES * MBARRIER_BYTES;
+/// The ring: [STAGES] slots of [activation image: `rows` x 128 B fp16,
+/// 128B-swizzled][weights: BLOCK_N rows x 32 B e2m1][scales: BLOCK_N / 128 tiles x 512 B],
+/// from offset 0; then the mbarriers: full[STAGES], then empty[STAGES].
+const fn full_offset(rows: u32) -> u32 {
+    STAGES * stage_bytes(rows)
+}
+const fn empty_offset(rows: u32) -> u32 {
+    full_offset(rows) + STAGES * MBARRIER_BYTES
+}
+/// Total dynamic shared memory of a CTA with `rows`-row tiles.
+pub const fn smem_bytes(rows: u32) -> u32 {
+    empty_offset(rows) + STAGES * MBARRIER_BYTES
+}
+/// The most any sm90v2 launch uses (prefill tiles).
+pub const SMEM_BYTES: u32 = smem_bytes(Prefill::ROWS);
 
-const _: () = assert!(STAGE_BYTES.is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
-const _: () = assert!(FULL_OFFSET.is_multiple_of(8), "mbarriers are 8-byte aligned");
-const _: () = assert!(SMEM_BYTES <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
+const _: () = {
+    let mut i = 0;
+    while i < 2 {
+        let rows = [Prefill::ROWS, Decode::ROWS][i];
+        assert!(stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+        assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
+        assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
+        assert!(rows.is_multiple_of(8) && rows <= 256, "a valid wgmma N");
+        i += 1;
+    }
+};
 
 /// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the image's bytes do the
 /// rest), and each consumer thread's `cp.async.mbarrier.arrive.noinc` (once its weight
@@ -217,16 +233,20 @@ const FULL_ARRIVALS: u32 = 1 + CONSUMER_THREADS;
 /// Arrivals that empty it: every consumer thread.
 const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
 
+/// The dynamic shared memory of a CTA with `rows`-row tiles.
 #[derive(Clone, Copy)]
-struct Smem(SmemAddr);
+struct Smem {
+    base: SmemAddr,
+    rows: u32,
+}
 
 impl Smem {
     fn act(self, slot: u32) -> SmemAddr {
-        self.0.offset(RING_OFFSET + slot * STAGE_BYTES)
+        self.base.offset(slot * stage_bytes(self.rows))
     }
     /// The raw weights of slot `slot`: row r of the tile at 32·r.
     fn weights(self, slot: u32) -> SmemAddr {
-        self.act(slot).offset(ACT_STAGE_BYTES)
+        self.act(slot).offset(act_stage_bytes(self.rows))
     }
     /// The weight scales of slot `slot`: scale t of tile row r at `layout::offset(r, t, 4)`.
     fn scales(self, slot: u32) -> SmemAddr {
@@ -234,12 +254,116 @@ impl Smem {
     }
     /// Guards "slot holds this stage's activations, weights and scales".
     fn full(self, slot: u32) -> Mbarrier {
-        Mbarrier(self.0.offset(FULL_OFFSET + slot * MBARRIER_BYTES))
+        Mbarrier(self.base.offset(full_offset(self.rows) + slot * MBARRIER_BYTES))
     }
     /// Guards "no wgmma reads the slot any more; the producer may refill it".
     fn empty(self, slot: u32) -> Mbarrier {
-        Mbarrier(self.0.offset(EMPTY_OFFSET + slot * MBARRIER_BYTES))
+        Mbarrier(self.base.offset(empty_offset(self.rows) + slot * MBARRIER_BYTES))
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Two tile heights: prefill (128 activation rows) and decode (16)
+// ---------------------------------------------------------------------------------------
+
+/// The activation rows of a tile, the wgmma N: 128 when M > [`DECODE_MAX_M`], else 16. At
+/// decode sizes (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile
+/// keeps the same weight stream and conversion and does 1/8 of the MMA work, on 1/8 of
+/// the activation bytes and accumulators.
+pub trait Rows: Copy {
+    /// Activation rows per tile (the wgmma N).
+    const ROWS: u32;
+    /// One m64 block's fp32 accumulators per thread: 64 x ROWS / 128.
+    type Acc: Copy;
+    const ZERO: Self::Acc;
+    /// `wgmma.mma_async m64nROWSk16` (RS) into `acc`.
+    ///
+    /// # Safety
+    /// As [`wgmma::mma_async_rs_m64n128`].
+    unsafe fn mma(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
+    /// [`wgmma::fence_operand`] on `acc`.
+    fn fence_operand(acc: &mut Self::Acc);
+    /// Stores block `b`'s accumulators through the epilogue (unrolled: a runtime index
+    /// would put them in local memory).
+    fn store(place: &Place, b: u32, acc: &Self::Acc);
+    /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled).
+    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &Self::Acc);
+}
+
+/// 128-row tiles.
+#[derive(Clone, Copy, Debug)]
+pub struct Prefill;
+/// 16-row tiles, for M up to 16.
+#[derive(Clone, Copy, Debug)]
+pub struct Decode;
+
+impl Rows for Prefill {
+    const ROWS: u32 = 128;
+    type Acc = [f32; 64];
+    const ZERO: [f32; 64] = [0.0; 64];
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [f32; 64], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+        // SAFETY: forwarded from the caller.
+        unsafe { wgmma::mma_async_rs_m64n128(acc, a, b, accumulate) }
+    }
+    #[inline(always)]
+    fn fence_operand(acc: &mut [f32; 64]) {
+        wgmma::fence_operand(acc);
+    }
+    #[inline(always)]
+    fn store(place: &Place, b: u32, acc: &[f32; 64]) {
+        seq_macro::seq!(V in 0..64 {
+            place.store(b, V, acc[V]);
+        });
+    }
+    #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 64]) {
+        seq_macro::seq!(Q in 0..16 {
+            memory::st_global_v4_b32(
+                partial + partial_offset(b * 16 + Q, ctid),
+                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
+            );
+        });
+    }
+}
+
+impl Rows for Decode {
+    const ROWS: u32 = 16;
+    type Acc = [f32; 8];
+    const ZERO: [f32; 8] = [0.0; 8];
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [f32; 8], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+        // SAFETY: forwarded from the caller.
+        unsafe { wgmma::mma_async_rs_m64n16(acc, a, b, accumulate) }
+    }
+    #[inline(always)]
+    fn fence_operand(acc: &mut [f32; 8]) {
+        wgmma::fence_operand(acc);
+    }
+    #[inline(always)]
+    fn store(place: &Place, b: u32, acc: &[f32; 8]) {
+        seq_macro::seq!(V in 0..8 {
+            place.store(b, V, acc[V]);
+        });
+    }
+    #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 8]) {
+        seq_macro::seq!(Q in 0..2 {
+            memory::st_global_v4_b32(
+                partial + partial_offset(b * 2 + Q, ctid),
+                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
+            );
+        });
+    }
+}
+
+const _: () = assert!(WGMMA_M * Prefill::ROWS / WARPGROUP == 64 && WGMMA_M * Decode::ROWS / WARPGROUP == 8);
+
+/// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
+const fn quads(rows: u32) -> u32 {
+    WGMMA_M * rows / WARPGROUP / 4
 }
 
 // ---------------------------------------------------------------------------------------
@@ -253,12 +377,19 @@ const MAX_SPLITS: u32 = 8;
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// Bytes of one split's f32 partial tile.
-const PARTIAL_BYTES: u32 = BLOCK_N * BLOCK_M * F32_BYTES;
+const fn partial_bytes(rows: u32) -> u32 {
+    BLOCK_N * rows * F32_BYTES
+}
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
+/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], prefill tiles above.
+pub const fn rows_for(m: u32) -> u32 {
+    if m <= DECODE_MAX_M { Decode::ROWS } else { Prefill::ROWS }
+}
+
 const fn tiles(m: u32, n: u32, l: u32) -> u32 {
-    n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l
+    n.div_ceil(BLOCK_N) * m.div_ceil(rows_for(m)) * l
 }
 
 /// CTAs per tile along K: only when the tiles fill less than half the SMs; then as many
@@ -280,7 +411,8 @@ const fn align(bytes: u64) -> u64 {
 
 /// Bytes of the prepared activations: one image per (batch, M block, K stage).
 const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
-    l as u64 * m.div_ceil(BLOCK_M) as u64 * k_stages(k) as u64 * ACT_STAGE_BYTES as u64
+    let rows = rows_for(m);
+    l as u64 * m.div_ceil(rows) as u64 * k_stages(k) as u64 * act_stage_bytes(rows) as u64
 }
 
 /// Workspace: the prepared activations, then (split K only) one f32 partial per split
@@ -291,20 +423,19 @@ pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
     if s == 1 {
         return act;
     }
-    act + tiles(m, n, l) as u64 * s as u64 * PARTIAL_BYTES as u64
+    act + tiles(m, n, l) as u64 * s as u64 * partial_bytes(rows_for(m)) as u64
 }
 
 /// The main kernel's launch: one CTA per work unit (tile, split).
 pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
-    Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
+    let smem = smem_bytes(rows_for(m));
+    Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
 }
 
-/// Threads of a [`prepare`] CTA: four per activation row of an image.
-const PREPARE_THREADS: u32 = BLOCK_M * LANES_PER_ROW;
-
-/// The prologue's launch: one CTA per activation image.
+/// The prologue's launch: one CTA per activation image, four threads per image row.
 pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
-    Launch { grid: [m.div_ceil(BLOCK_M) * k_stages(k) * l, 1, 1], block: [PREPARE_THREADS, 1, 1], dynamic_smem: 0 }
+    let rows = rows_for(m);
+    Launch { grid: [m.div_ceil(rows) * k_stages(k) * l, 1, 1], block: [rows * LANES_PER_ROW, 1, 1], dynamic_smem: 0 }
 }
 
 /// K stages of `BLOCK_K` values; the last one may be partial (K need only be a multiple of
@@ -317,6 +448,8 @@ pub const fn k_stages(k: u32) -> u32 {
 #[derive(Clone, Copy)]
 struct Problem {
     args: GemmArgs,
+    /// Activation rows per tile ([`Rows::ROWS`]).
+    rows: u32,
     n_tiles: u32,
     m_tiles: u32,
     splits: u32,
@@ -340,11 +473,12 @@ struct Unit {
 }
 
 impl Problem {
-    fn new(args: &GemmArgs) -> Problem {
+    fn new<R: Rows>(args: &GemmArgs) -> Problem {
         let n_tiles = args.n.div_ceil(BLOCK_N);
-        let m_tiles = args.m.div_ceil(BLOCK_M);
+        let m_tiles = args.m.div_ceil(R::ROWS);
         Problem {
             args: *args,
+            rows: R::ROWS,
             n_tiles,
             m_tiles,
             splits: splits(args.m, args.n, args.k, args.l),
@@ -375,13 +509,13 @@ impl Problem {
     /// Global address of the prepared image of (batch, M block, K stage).
     fn image(&self, l: u32, m_tile: u32, kb: u32) -> u64 {
         let index = (l * self.m_tiles + m_tile) as u64 * self.k_stages as u64 + kb as u64;
-        self.args.workspace + index * ACT_STAGE_BYTES as u64
+        self.args.workspace + index * act_stage_bytes(self.rows) as u64
     }
 
     /// Split `split`'s f32 partial of tile `index`.
     fn partial(&self, index: u32, split: u32) -> u64 {
         let partials = self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l));
-        partials + (index * self.splits + split) as u64 * PARTIAL_BYTES as u64
+        partials + (index * self.splits + split) as u64 * partial_bytes(self.rows) as u64
     }
 }
 
@@ -433,16 +567,16 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 /// chunk comes from 4 lanes. (One thread per row took 7.5 us on the big shape, four take
 /// 7.0: the DRAM latency of A, flushed from L2 by the benchmark, dominates.)
 #[inline(always)]
-pub fn prepare(args: &GemmArgs) {
+pub fn prepare<R: Rows>(args: &GemmArgs) {
     // The GEMM launch may be scheduled now: it prefetches weights, then waits for this
     // launch to complete before it reads an image.
     griddep::launch_dependents();
-    let p = Problem::new(args);
+    let p = Problem::new::<R>(args);
     let image = special::ctaid_x();
     let (kb, rest) = (image % p.k_stages, image / p.k_stages);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
     let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
-    let m = m_tile * BLOCK_M + r;
+    let m = m_tile * R::ROWS + r;
     let dst = p.image(l, m_tile, kb);
     if args.a_format == AFormat::F16.code() {
         prepare_f16_row(args, dst, m, kb, l, r, t);
@@ -511,9 +645,9 @@ fn prepare_f16_row(args: &GemmArgs, image: u64, m: u32, kb: u32, l: u32, r: u32,
 
 /// The kernel body, run by all 256 threads of every CTA.
 #[inline(always)]
-pub fn gemm(args: &GemmArgs) {
-    let smem = Smem(special::dynamic_smem());
-    let p = Problem::new(args);
+pub fn gemm<R: Rows>(args: &GemmArgs) {
+    let smem = Smem { base: special::dynamic_smem(), rows: R::ROWS };
+    let p = Problem::new::<R>(args);
     let unit = p.unit();
     let tid = special::tid_x();
 
@@ -534,7 +668,7 @@ pub fn gemm(args: &GemmArgs) {
     //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
     //    serializes them).
     let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
-    consumer(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    consumer::<R>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
 }
 
 /// The producer's one action: copy stage `kb`'s activation image into `slot` with one
@@ -542,8 +676,9 @@ pub fn gemm(args: &GemmArgs) {
 #[inline(always)]
 fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     let full = smem.full(slot);
-    full.arrive_expect_tx(ACT_STAGE_BYTES);
-    bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), ACT_STAGE_BYTES, full);
+    let bytes = act_stage_bytes(p.rows);
+    full.arrive_expect_tx(bytes);
+    bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), bytes, full);
 }
 
 /// Every consumer thread's share of stage `kb`'s weights: `WEIGHT_CHUNKS / THREADS`
@@ -626,7 +761,7 @@ impl OwnRows {
 // `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
 // the lints fire on the expansion, not on anything to simplify.
 #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::absurd_extreme_comparisons)]
-fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
     let own = OwnRows::new(c, w, g, t);
@@ -652,7 +787,7 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let mut ring = RingPos::<STAGES>::START;
     smem.full(ring.slot).wait(ring.phase);
     let mut raw = own.read(smem, ring.slot, t);
-    let mut acc = [[0f32; ACCUMULATORS]; BLOCKS];
+    let mut acc = [R::ZERO; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
     // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
     // IN_FLIGHT` that follows step j + IN_FLIGHT proved step j complete (and across the
@@ -690,8 +825,8 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
                 // this group, and the slot is not released before then.
                 unsafe {
-                    wgmma::mma_async_rs_m64n128(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
-                    wgmma::mma_async_rs_m64n128(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
+                    R::mma(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
+                    R::mma(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
                 }
                 wgmma::commit_group();
                 if J + 1 < STEPS {
@@ -750,32 +885,20 @@ fn consumer(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     }
     // An odd unit left the loop with its last step in flight.
     wgmma::wait_group::<0>();
-    wgmma::fence_operand(&mut acc[0]);
-    wgmma::fence_operand(&mut acc[1]);
+    R::fence_operand(&mut acc[0]);
+    R::fence_operand(&mut acc[1]);
 
     let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
     if p.splits == 1 {
-        // Blocks and registers unrolled: a runtime index would put `acc` in local memory.
-        seq_macro::seq!(B in 0..2 {
-            seq_macro::seq!(V in 0..64 {
-                place.store(B, V, acc[B][V]);
-            });
-        });
+        R::store(&place, 0, &acc[0]);
+        R::store(&place, 1, &acc[1]);
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
-        seq_macro::seq!(B in 0..2 {
-            seq_macro::seq!(Q in 0..16 {
-                memory::st_global_v4_b32(
-                    p.partial(unit.index, unit.split) + partial_offset(B * QUADS + Q, ctid),
-                    [acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(), acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits()],
-                );
-            });
-        });
+        let partial = p.partial(unit.index, unit.split);
+        R::store_partial(partial, 0, ctid, &acc[0]);
+        R::store_partial(partial, 1, ctid, &acc[1]);
     }
 }
-
-/// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
-const QUADS: u32 = ACCUMULATORS as u32 / 4;
 
 /// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
 /// [block][quad][thread][4 f32], so the 256 threads' 16-byte stores are contiguous.
@@ -790,8 +913,8 @@ fn partial_offset(bq: u32, ctid: u32) -> u64 {
 /// (g = lane/4, t = lane%4) holds accumulator row 16w + g + 8·((v/2)%2) and column
 /// 8·(v/4) + 2t + v%2. Rows are weight rows (n), columns activation rows (m): each value
 /// is one element of C[m][n], through the epilogue (alpha, bias[n], fp16 or bf16).
-#[derive(Clone, Copy)]
-struct Place {
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
     /// C of the batch.
     c: u64,
     epilogue: Epilogue,
@@ -815,7 +938,7 @@ impl Place {
             m_count: args.m,
             n_count: args.n,
             n_base: n0 + c * BLOCKS as u32 * WGMMA_M + 16 * w + g,
-            m_base: m_tile * BLOCK_M + 2 * t,
+            m_base: m_tile * p.rows + 2 * t,
         }
     }
 
@@ -837,11 +960,11 @@ impl Place {
 
 /// Threads of a [`reduce`] CTA.
 const REDUCE_THREADS: u32 = 256;
-const _: () = assert!((BLOCKS as u32 * QUADS * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
+const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
 /// The reduce launch: one thread per partial quad of every tile.
 pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
-    let quads = tiles(m, n, l) * BLOCKS as u32 * QUADS * CONSUMER_THREADS;
+    let quads = tiles(m, n, l) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
     Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
 }
 
@@ -851,13 +974,14 @@ pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
 /// reading 4-8 x 128 KiB took ~17 us, a quarter of the big shape's time.
 #[inline(always)]
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-pub fn reduce(args: &GemmArgs) {
+pub fn reduce<R: Rows>(args: &GemmArgs) {
     // Launched while the GEMM may still run: its partials are complete after the wait.
     griddep::wait();
-    let p = Problem::new(args);
+    let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
-    let (bq, index) = (rest % (BLOCKS as u32 * QUADS), rest / (BLOCKS as u32 * QUADS));
+    let block_quads = BLOCKS as u32 * quads(R::ROWS);
+    let (bq, index) = (rest % block_quads, rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
     let mut sum = [0f32; 4];
@@ -868,15 +992,35 @@ pub fn reduce(args: &GemmArgs) {
         });
     }
     let place = Place::new(&p, l, m_tile, n_tile * BLOCK_N, ctid);
-    let (b, q) = (bq / QUADS, bq % QUADS);
+    let (b, q) = (bq / quads(R::ROWS), bq % quads(R::ROWS));
     // Unrolled: a runtime index would put `sum` in local memory.
     seq_macro::seq!(E in 0..4 {
         place.store(b, 4 * q + E, sum[E]);
     });
 }
 
-// The GPU entry points: `.entry nvfp4_sm90v2_prepare`, `.entry nvfp4_gemm_sm90v2`,
-// `.entry nvfp4_sm90v2_reduce`.
-gemm_entry_point!(nvfp4_sm90v2_prepare => prepare);
-gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm);
-gemm_entry_point!(nvfp4_sm90v2_reduce => reduce);
+/// The entry points of the launches for M: (prologue, GEMM, reduce).
+pub const fn entries(m: u32) -> [&'static str; 3] {
+    if m <= DECODE_MAX_M {
+        ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"]
+    } else {
+        ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]
+    }
+}
+
+/// The bodies of [`entries`], as the emulator runs them.
+pub fn bodies(m: u32) -> [fn(&GemmArgs); 3] {
+    if m <= DECODE_MAX_M {
+        [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>]
+    } else {
+        [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>]
+    }
+}
+
+// The GPU entry points, per tile height (see `entries`).
+gemm_entry_point!(nvfp4_sm90v2_prepare => prepare::<Prefill>);
+gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm::<Prefill>);
+gemm_entry_point!(nvfp4_sm90v2_reduce => reduce::<Prefill>);
+gemm_entry_point!(nvfp4_sm90v2_decode_prepare => prepare::<Decode>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_decode => gemm::<Decode>);
+gemm_entry_point!(nvfp4_sm90v2_decode_reduce => reduce::<Decode>);

@@ -78,6 +78,7 @@ macro_rules! fragment {
     };
 }
 
+fragment!(8, [0 1 2 3 4 5 6 7]);
 fragment!(32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]);
 fragment!(64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]);
 
@@ -211,6 +212,13 @@ macro_rules! mma_async_rs {
         }
     };
 }
+
+mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — D[64x16] (+)= A[64x16] · B[16x16]^T, A from registers, f32 accumulators, 8 per
+    /// thread.
+    mma_async_rs_m64n16, 16, 8, [0 1 2 3 4 5 6 7]
+);
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
