@@ -37,6 +37,9 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_naive",
             "nvfp4_gemm_sm90",
             "nvfp4_gemm_sm90v2",
+            "nvfp4_gemm_sm90v2_decode",
+            "nvfp4_sm90v2_decode_prepare",
+            "nvfp4_sm90v2_decode_reduce",
             "nvfp4_sm90v2_prepare",
             "nvfp4_sm90v2_reduce"
         ]
@@ -148,10 +151,29 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    let body = entry("nvfp4_gemm_sm90v2");
+    for (name, wgmma) in [
+        ("nvfp4_gemm_sm90v2", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
+        ("nvfp4_gemm_sm90v2_decode", "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16"),
+    ] {
+        let body = entry(name);
+        assert!(body.contains(wgmma), "{name} lacks `{wgmma}`");
+        gemm_instructions(name, body);
+    }
+    for (prepare, reduce) in
+        [("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce"), ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce")]
+    {
+        let (prepare, reduce) = (entry(prepare), entry(reduce));
+        assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
+        // Programmatic dependent launch: the prologue lets the GEMM be scheduled early,
+        // the reduce waits for the GEMM before reading its partials.
+        assert!(prepare.contains("griddepcontrol.launch_dependents"));
+        assert!(reduce.contains("ld.global.cg.v4.b32") && reduce.contains("griddepcontrol.wait"));
+    }
+}
+
+/// What both sm90v2 GEMM entries are written with.
+fn gemm_instructions(name: &str, body: &str) {
     for instruction in [
-        // RS: the A operand is four registers, then the B descriptor.
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
         "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned",
         // IN_FLIGHT = 3 groups left in flight per step, drained once per stage pair.
@@ -162,27 +184,23 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         "mbarrier.try_wait.parity.shared::cta.b64",
         "cvt.rn.f16x2.e4m3x2",
         "mul.rn.f16x2",
-        // Raw weights and scales through each thread's own cp.async ring.
-        "cp.async.ca.shared.global",
-        "cp.async.wait_group 3",
+        // Raw weights and scales in 16-byte chunks into the stage's slot, each thread's
+        // copies counted on the stage's `full` barrier.
+        "cp.async.cg.shared.global",
+        "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
         // Split-K partials.
         "st.global.v4.b32",
     ] {
-        assert!(body.contains(instruction), "sm90v2 PTX lacks `{instruction}`");
+        assert!(body.contains(instruction), "{name} PTX lacks `{instruction}`");
     }
     let rs = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r")).count();
-    assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of sm90v2 takes A from registers");
+    assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of {name} takes A from registers");
     // No shared-memory staging of fp16 operands: the prologue did the activations, the
     // weights go to registers.
-    assert!(!body.contains("fence.proxy.async"), "sm90v2 writes no generic shared memory for wgmma");
-    let prepare = entry("nvfp4_sm90v2_prepare");
-    assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
-    assert!(entry("nvfp4_sm90v2_reduce").contains("ld.global.cg.v4.b32"));
-    // Programmatic dependent launch: each launch lets the next be scheduled early, and
-    // the GEMM and the reduce wait before reading their predecessor's output.
-    assert!(prepare.contains("griddepcontrol.launch_dependents"));
+    assert!(!body.contains("fence.proxy.async"), "{name} writes no generic shared memory for wgmma");
+    // Programmatic dependent launch: the GEMM lets the reduce be scheduled early, and waits
+    // for the prologue before reading its images.
     assert!(body.contains("griddepcontrol.launch_dependents") && body.contains("griddepcontrol.wait"));
-    assert!(entry("nvfp4_sm90v2_reduce").contains("griddepcontrol.wait"));
 }
 
 #[test]
@@ -246,4 +264,20 @@ fn ptxas_assembles_every_kernel_without_spills() {
         // C75xx "Potential Performance Loss" (serialized wgmma, ignored setmaxnreg...).
         assert!(!report.contains("Potential Performance Loss"), "{}:\n{report}", t.name);
     }
+}
+
+/// Two decode CTAs share an SM (see `sm90v2::splits`): 256 threads each, so at most 128
+/// registers per thread.
+#[test]
+#[cfg_attr(
+    not(ptxas_found),
+    ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)"
+)]
+fn two_sm90v2_decode_ctas_fit_one_sm() {
+    let t = TARGETS.iter().find(|t| t.name == "sm90a").expect("the sm90a target");
+    let report = t.ptxas_report.expect("a ptxas report");
+    let entry = report.split("Compiling entry function 'nvfp4_gemm_sm90v2_decode'").nth(1).expect("the decode GEMM");
+    let used = entry.split("Used ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<u32>().ok());
+    let used = used.unwrap_or_else(|| panic!("no register count:\n{entry}"));
+    assert!(used <= 65536 / (2 * kernel::sm90v2::THREADS), "{used} registers per thread");
 }

@@ -80,6 +80,12 @@
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
 //!
+//! **Decode tiles** ([`Rows`]). For M ≤ [`DECODE_MAX_M`] (16) a tile has 16 activation
+//! rows instead of 128: `wgmma m64n16k16`, 8 accumulators per block, 2 KiB images and 66
+//! KiB of shared memory, so two CTAs share an SM and split K goes twice as wide. The
+//! weights, their conversion and the ring are the same; every launch has a decode entry
+//! point ([`entries`]).
+//!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
 //! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
 //!
@@ -88,7 +94,7 @@
 //! Here 8 warps convert only the weights, straight into registers, activations are
 //! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
-//! Measured on an H100: 75 / 33 / 27 / 334 us against v1's 287 / 130 / 43 / 624 on the
+//! Measured on an H100: 68 / 32 / 25 / 296 us against v1's 287 / 130 / 43 / 624 on the
 //! four benchmark shapes (docs/perf-notes.md, with where the remaining time goes).
 
 use nvfp4::layout;
@@ -372,8 +378,16 @@ const fn quads(rows: u32) -> u32 {
 
 /// SMs of an H100 SXM: the grid is sized against them.
 pub const SMS: u32 = 132;
-/// At most this many CTAs share a tile's K stages...
+/// At most this many CTAs share a tile's K stages (decode tiles: their partials are 1/8
+/// the size)...
 const MAX_SPLITS: u32 = 8;
+const MAX_DECODE_SPLITS: u32 = 16;
+/// Decode CTAs an SM holds at once (see [`splits`]).
+const DECODE_CTAS_PER_SM: u32 = 2;
+const _: () = assert!(
+    DECODE_CTAS_PER_SM * smem_bytes(Decode::ROWS) <= 228 * 1024 && DECODE_CTAS_PER_SM * THREADS <= 2048,
+    "two decode CTAs fit an SM's shared memory and threads"
+);
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// Bytes of one split's f32 partial tile.
@@ -392,17 +406,21 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
     n.div_ceil(BLOCK_N) * m.div_ceil(rows_for(m)) * l
 }
 
-/// CTAs per tile along K: only when the tiles fill less than half the SMs; then as many
-/// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages.
+/// CTAs per tile along K: only when the tiles fill less than half a wave; then as many
+/// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages. A wave is
+/// one CTA per SM with prefill tiles (150 KiB of shared memory each), two with decode
+/// tiles (66 KiB, 95 registers per thread), which only stream weights: twice the copies
+/// in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100 (docs/perf-notes.md).
 pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
     let tiles = tiles(m, n, l);
     let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
-    if 2 * tiles > SMS || by_stages < 2 {
+    let (wave, cap) = if m <= DECODE_MAX_M { (DECODE_CTAS_PER_SM * SMS, MAX_DECODE_SPLITS) } else { (SMS, MAX_SPLITS) };
+    if 2 * tiles > wave || by_stages < 2 {
         return 1;
     }
-    let by_sms = SMS / tiles;
-    let s = if by_sms < by_stages { by_sms } else { by_stages };
-    if s < MAX_SPLITS { s } else { MAX_SPLITS }
+    let by_wave = wave / tiles;
+    let s = if by_wave < by_stages { by_wave } else { by_stages };
+    if s < cap { s } else { cap }
 }
 
 const fn align(bytes: u64) -> u64 {
