@@ -82,8 +82,8 @@ if [ "$mode" != quick ]; then
     run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST selftest --probes
   done
 
-  step "compute-sanitizer on sm90v2 (unsplit with tails, and a split-K shape)"
-  for shape in 129x300x1024 128x4096x7168; do
+  step "compute-sanitizer on sm90v2 (unsplit with tails, a split-K shape, decode tiles split 16 ways)"
+  for shape in 129x300x1024 128x4096x7168 5x260x4096; do
     for tool in memcheck racecheck synccheck; do
       run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape $shape --kernel sm90v2 --iters 0
     done
@@ -95,7 +95,7 @@ step "SASS of the Hopper kernels: HGMMA in the main loops, no local memory"
 if [ -f ./.gpu/sm90a.ptx ]; then
   run 120 ptxas -arch=sm_90a -v -o "$OUT/sm90a.cubin" ./.gpu/sm90a.ptx 2> "$OUT/ptxas-sm90a.txt"
   grep -E "C75|spill" "$OUT/ptxas-sm90a.txt" | sort | uniq -c
-  for fun in nvfp4_gemm_sm90 nvfp4_gemm_sm90v2; do
+  for fun in nvfp4_gemm_sm90 nvfp4_gemm_sm90v2 nvfp4_gemm_sm90v2_decode; do
     cuobjdump -sass -fun $fun "$OUT/sm90a.cubin" > "$OUT/$fun.sass"
     echo "$fun: $(grep -c HGMMA "$OUT/$fun.sass") HGMMA, $(grep -cE 'LDL|STL' "$OUT/$fun.sass") local loads/stores"
   done
