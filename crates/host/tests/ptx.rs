@@ -185,9 +185,10 @@ fn gemm_instructions(name: &str, body: &str) {
         "cvt.rn.f16x2.e4m3x2",
         "mul.rn.f16x2",
         // Raw weights and scales in 16-byte chunks into the stage's slot, each thread's
-        // copies counted on the stage's `full` barrier.
+        // copies announced on the stage's `full` barrier once a wait proved them landed.
         "cp.async.cg.shared.global",
-        "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+        "cp.async.wait_group 3",
+        "mbarrier.arrive.release.cta.shared::cta.b64",
         // Split-K partials.
         "st.global.v4.b32",
     ] {

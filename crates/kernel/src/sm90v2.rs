@@ -49,9 +49,9 @@
 //!
 //! **Pipeline and barriers** (ring of `STAGES` slots: image, weights, scales):
 //! - `full[s]` (257 arrivals: the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
-//!   the bulk copy's `complete_tx`; and every thread's `cp.async.mbarrier.arrive.noinc`,
-//!   which fires once that thread's weight copies into the slot have landed): slot s holds
-//!   the stage. The image is written through the async proxy and wgmma reads it through
+//!   the bulk copy's `complete_tx`; and every thread's plain arrival `ANNOUNCE_AHEAD`
+//!   stages before the stage is read, once `cp.async.wait_group` proved its weight copies
+//!   into the slot landed; one commit group per stage): slot s holds the stage. The image is written through the async proxy and wgmma reads it through
 //!   it: no proxy fence anywhere; the weights are written and read by plain loads.
 //! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
@@ -94,7 +94,7 @@
 //! Here 8 warps convert only the weights, straight into registers, activations are
 //! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
-//! Measured on an H100: 68 / 32 / 25 / 296 us against v1's 287 / 130 / 43 / 624 on the
+//! Measured on an H100: 71 / 32 / 25 / 311 us against v1's 279 / 126 / 43 / 608 on the
 //! four benchmark shapes (docs/perf-notes.md, with where the remaining time goes).
 
 use nvfp4::layout;
@@ -136,6 +136,19 @@ const STEPS: u32 = BLOCK_K / WGMMA_K;
 pub const STAGES: u32 = 6;
 /// Stages between a slot's release and its refill (see the header).
 const REFILL_LAG: u32 = 1;
+/// Each thread announces a stage's weight copies on its `full` barrier this many stages
+/// before the stage is consumed, after `cp.async.wait_group` proved them landed: one
+/// commit group per stage, so `LANDING_GROUPS` newer groups may stay in flight then
+/// (`FIRST_LANDING` after the prefill). (Arriving through `cp.async.mbarrier.arrive.noinc`
+/// right after issuing, which the PTX ISA defines to fire once the copies land, was ~4 %
+/// faster on an H100 — 68.0 against 70.7 us on 128x7168x16384 — but compute-sanitizer's
+/// racecheck reported hazards on it, most likely for not following that asynchronous
+/// arrival; this ordering is racecheck-clean. docs/perf-notes.md, session 11.)
+const ANNOUNCE_AHEAD: u32 = 2;
+const LANDING_GROUPS: u32 = STAGES - ANNOUNCE_AHEAD - REFILL_LAG;
+const FIRST_LANDING: u32 = STAGES - ANNOUNCE_AHEAD;
+const _: () = assert!(ANNOUNCE_AHEAD >= 2, "the next stage is read at the end of this one: announced a stage before");
+const _: () = assert!(ANNOUNCE_AHEAD + REFILL_LAG <= STAGES);
 /// Consumer threads: all threads.
 const CONSUMER_THREADS: u32 = CONSUMERS * WARPGROUP;
 pub const THREADS: u32 = CONSUMER_THREADS;
@@ -233,8 +246,7 @@ const _: () = {
 };
 
 /// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the image's bytes do the
-/// rest), and each consumer thread's `cp.async.mbarrier.arrive.noinc` (once its weight
-/// copies have landed).
+/// rest), and each consumer thread's arrival once its weight copies have landed.
 const FULL_ARRIVALS: u32 = 1 + CONSUMER_THREADS;
 /// Arrivals that empty it: every consumer thread.
 const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
@@ -702,9 +714,10 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 /// Every consumer thread's share of stage `kb`'s weights: `WEIGHT_CHUNKS / THREADS`
 /// 16-byte chunks of the tile's 256 x 32-byte rows (chunk c: row c / 2, half c % 2, so a
 /// warp reads 16 whole 32-byte sectors), and for the first `SCALE_CHUNKS` threads one chunk
-/// of the stage's scale tiles, all with `cp.async` into slot `slot`; then
-/// `cp.async.mbarrier.arrive.noinc` on `full[slot]` fires once they have landed, so any
-/// thread may read any other thread's copies after waiting on `full`.
+/// of the stage's scale tiles, all with `cp.async` into slot `slot`. The caller commits
+/// them as one group and arrives on `full[slot]` once `cp.async.wait_group` has proved the
+/// group landed (`ANNOUNCE_AHEAD`), so any thread may read any other thread's copies after
+/// waiting on `full`.
 ///
 /// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
 /// alone and rows past N are never stored, so any finite data will do. Bytes past K (a
@@ -731,7 +744,6 @@ fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u
         // `src_size` 0 reads nothing and writes zeros.
         cp_async::cg_16(dst, if inside { src } else { 0 }, if inside { CHUNK } else { 0 });
     }
-    cp_async::mbarrier_arrive_noinc(smem.full(slot));
 }
 
 /// One stage of a thread's raw data: two words (as u64) and the fp16x2 scale (sf·64) per
@@ -787,9 +799,14 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
     let ctid = c * WARPGROUP + thread;
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
     // while the prologue may still be running...
+    // One commit group per slot, empty past the unit's last stage: the group counts of
+    // `wait_group` stay the same for every unit.
     let prefill = STAGES.min(end - begin);
-    for i in 0..prefill {
-        copy_weights(smem, p, unit, begin + i, i, ctid);
+    for i in 0..STAGES {
+        if i < prefill {
+            copy_weights(smem, p, unit, begin + i, i, ctid);
+        }
+        cp_async::commit_group();
     }
     // ...the activation images only once it has completed.
     griddep::wait();
@@ -798,6 +815,16 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
         for i in 0..prefill {
             issue_stage(smem, p, unit, begin + i, i);
         }
+    }
+    // The first ANNOUNCE_AHEAD stages' weights have landed: announce them. `announce` is
+    // the slot (and lap) of the next stage to announce.
+    cp_async::wait_group::<FIRST_LANDING>();
+    for i in 0..ANNOUNCE_AHEAD.min(end - begin) {
+        smem.full(i).arrive();
+    }
+    let mut announce = RingPos::<STAGES>::START;
+    for _ in 0..ANNOUNCE_AHEAD {
+        announce.advance();
     }
     // The slot every thread refills next, and its lap (the `empty` phase to wait for).
     let mut refill = RingPos::<STAGES>::START;
@@ -891,6 +918,14 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
                             issue_stage(smem, p, unit, stage, refill.slot);
                         }
                         refill.advance();
+                    }
+                    // This stage's commit group (the refill's copies, or none); then the
+                    // copies of stage kb + ANNOUNCE_AHEAD have landed: announce them.
+                    cp_async::commit_group();
+                    cp_async::wait_group::<LANDING_GROUPS>();
+                    if kb + ANNOUNCE_AHEAD < end {
+                        smem.full(announce.slot).arrive();
+                        announce.advance();
                     }
                 }
             }});
