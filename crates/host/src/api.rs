@@ -200,11 +200,10 @@ pub fn kernel_args(
     workspace: u64,
 ) -> Result<GemmArgs> {
     let invalid = |what: String| Err(Error::Invalid(what));
-    if ops.a_format != AFormat::Nvfp4 && !kernel.takes_f16_activations() {
-        let takers: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+    if !kernel.takes(ops.a_format) {
         return invalid(format!(
             "{kernel} takes A as NVFP4 only; fp16 activations (W4A16) run on {}",
-            takers.join(", ")
+            Kernel::f16_activation_kernels()
         ));
     }
     let w4a16 = ops.a_format == AFormat::F16;

@@ -697,8 +697,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
         for &mode in &opts.modes {
-            let takers: Vec<usize> =
-                (0..kernels.len()).filter(|&i| mode == AFormat::Nvfp4 || kernels[i].takes_f16_activations()).collect();
+            let takers: Vec<usize> = (0..kernels.len()).filter(|&i| kernels[i].takes(mode)).collect();
             if takers.is_empty() {
                 continue;
             }

@@ -91,11 +91,10 @@ impl Mode {
 
 /// A clear refusal when `kernel` cannot run `a_format` (instead of a launch error).
 fn check_mode(kernel: Kernel, a_format: AFormat) -> Result<()> {
-    if a_format == AFormat::F16 && !kernel.takes_f16_activations() {
-        let takers: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+    if !kernel.takes(a_format) {
         return Err(Error::Usage(format!(
             "--mode w4a16 (fp16 activations) runs on {}; {kernel} takes NVFP4 activations only",
-            takers.join(", ")
+            Kernel::f16_activation_kernels()
         )));
     }
     Ok(())
@@ -542,7 +541,7 @@ fn selftest_problems(shape: Shape, seed: u64, variants: bool) -> Vec<(Distributi
 
 /// Whether `kernel` runs `problem` (W4A16 problems run on the kernels that take fp16 A).
 fn runs(kernel: Kernel, problem: &Problem) -> bool {
-    problem.a_format == AFormat::Nvfp4 || kernel.takes_f16_activations()
+    kernel.takes(problem.a_format)
 }
 
 /// The selftest column naming A's format.

@@ -171,6 +171,17 @@ impl Kernel {
         matches!(self, Kernel::Sm90v2)
     }
 
+    /// Whether the kernel takes A in `format` (NVFP4: every kernel).
+    pub fn takes(self, format: nvfp4::operand::AFormat) -> bool {
+        format == nvfp4::operand::AFormat::Nvfp4 || self.takes_f16_activations()
+    }
+
+    /// The names of the kernels that take fp16 activations, for refusals ("sm90v2").
+    pub fn f16_activation_kernels() -> String {
+        let names: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+        names.join(", ")
+    }
+
     /// Whether the workspace must hold zeros when a call starts (sm100's split-K counters,
     /// which every call leaves at zero again); sm90v2 writes everything it reads.
     pub fn workspace_starts_zeroed(self) -> bool {

@@ -69,17 +69,22 @@ fn decode_tiles_match_the_reference_under_emulation() {
             check(shape, dist);
         }
     }
-    use host::generate::generate_w4a16;
     for (shape, variant) in [("1x260x2048", false), ("16x77x80x2", true)] {
-        let mut p = generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, 3);
-        if variant {
-            p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
-        }
-        let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
-        let c = compare(p.shape, &run.c, &reference(&p));
-        assert_eq!(unwritten(&run.c), 0, "{shape}");
-        assert!(c.bit_exact, "{shape}: {c}");
+        check_w4a16(shape, variant, 3);
     }
+}
+
+/// W4A16 (fp16 A) on `shape`, through the first epilogue variant when `variant`: bit-exact
+/// against the exact reference, every element written.
+fn check_w4a16(shape: &str, variant: bool, seed: u64) {
+    let mut p = host::generate::generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, seed);
+    if variant {
+        p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
+    }
+    let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
+    let c = compare(p.shape, &run.c, &reference(&p));
+    assert_eq!(unwritten(&run.c), 0, "{shape}");
+    assert!(c.bit_exact, "{shape}: {c}");
 }
 
 #[test]
@@ -133,17 +138,9 @@ fn unsplit_shapes_need_no_reduce_launch() {
 /// L = 2, K % 64 = 16 (a quarter-full last stage), split K, and an epilogue variant.
 #[test]
 fn w4a16_fp16_activations_match_the_reference_under_emulation() {
-    use host::generate::generate_w4a16;
     for (shape, variant) in
         [("65x77x128", false), ("33x130x80x2", false), ("100x260x4096", true), ("129x72x1104", false)]
     {
-        let mut p = generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, 9);
-        if variant {
-            p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
-        }
-        let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
-        let c = compare(p.shape, &run.c, &reference(&p));
-        assert_eq!(unwritten(&run.c), 0, "{shape}");
-        assert!(c.bit_exact, "{shape}: {c}");
+        check_w4a16(shape, variant, 9);
     }
 }

@@ -339,7 +339,7 @@ impl Rows for Prefill {
     fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 64]) {
         seq_macro::seq!(Q in 0..16 {
             memory::st_global_v4_b32(
-                partial + partial_offset(b * 16 + Q, ctid),
+                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
                 [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
             );
         });
@@ -370,7 +370,7 @@ impl Rows for Decode {
     fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 8]) {
         seq_macro::seq!(Q in 0..2 {
             memory::st_global_v4_b32(
-                partial + partial_offset(b * 2 + Q, ctid),
+                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
                 [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
             );
         });
@@ -822,10 +822,7 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
     for i in 0..ANNOUNCE_AHEAD.min(end - begin) {
         smem.full(i).arrive();
     }
-    let mut announce = RingPos::<STAGES>::START;
-    for _ in 0..ANNOUNCE_AHEAD {
-        announce.advance();
-    }
+    let mut announce = RingPos::<STAGES> { slot: ANNOUNCE_AHEAD, phase: 0 };
     // The slot every thread refills next, and its lap (the `empty` phase to wait for).
     let mut refill = RingPos::<STAGES>::START;
     // This stage's raw words and fp16x2 scales.
