@@ -236,7 +236,7 @@ impl Kernel {
                 if sm90v2::splits(m, n, k, l) > 1 {
                     steps.push(Step {
                         entry: reduce,
-                        launch: sm90v2::reduce_launch(m, n, l),
+                        launch: sm90v2::reduce_launch(m, n, k, l),
                         body: reduce_body,
                         programmatic: true,
                     });

@@ -127,6 +127,40 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     }
 }
 
+/// The work decomposition of the benchmark shapes and of a wave's edge cases: which tiles
+/// split K, over how many CTAs, and the grid that results.
+#[test]
+fn only_a_part_full_last_wave_splits_its_tiles() {
+    // (shape, CTAs per split tile, split tiles, CTAs)
+    let cases = [
+        ("128x7168x16384", 4, 28, 112), // 28 tiles: one wave, every tile split
+        ("128x4096x7168", 8, 16, 128),
+        ("128x7168x2048", 4, 28, 112),
+        ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
+        ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
+        ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
+        ("256x33536x7168", 1, 0, 262),  // 262: the last wave 130 of 132 full, not split
+        ("256x17152x448", 1, 0, 134),   // 7 stages: too few to split
+        ("1x67840x512", 2, 1, 266),     // decode tiles, two per SM: 265 tiles, 1 left over
+    ];
+    for (shape, want_splits, want_split_tiles, want_ctas) in cases {
+        let s: nvfp4::Shape = shape.parse().unwrap();
+        let (m, n, k, l) = (s.m, s.n, s.k, s.l);
+        assert_eq!(sm90v2::splits(m, n, k, l), want_splits, "{shape}");
+        assert_eq!(sm90v2::split_tiles(m, n, k, l), want_split_tiles, "{shape}");
+        assert_eq!(Kernel::Sm90v2.launch(s).grid[0], want_ctas, "{shape}");
+    }
+}
+
+/// More tiles than a wave holds, and one left over: 264 whole decode tiles, then the last
+/// tile split in two (its partials summed by the reduce launch), against the reference.
+#[test]
+fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
+    let shape = "1x67840x512";
+    assert_eq!((splits(shape), Kernel::Sm90v2.launch(shape.parse().unwrap()).grid[0]), (2, 266));
+    check(shape, Distribution::GpuMode);
+}
+
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
     let entries: Vec<&str> = Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();

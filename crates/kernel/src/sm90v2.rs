@@ -71,11 +71,12 @@
 //!   chunk of the scale tiles for 64 threads) halved the wavefronts; the price is the
 //!   `full` barrier's 256 extra arrivals (docs/perf-notes.md, "Session 11").
 //!
-//! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). When the tiles fill fewer
-//! than half the SMs (all three M = 128 shapes), [`splits`] CTAs share a tile, each a
-//! contiguous range of its K stages, and store fp32 partials in the accumulators' own
+//! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
+//! one CTA per SM. When the last wave is at most half full (every tile of the three M =
+//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
+//! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
 //! register order (16-byte stores, contiguous across the 256 threads). A third launch,
-//! one thread per 4 accumulators of every tile, sums the splits in split order (the
+//! one thread per 4 accumulators of every split tile, sums the splits in split order (the
 //! result does not depend on timing) and writes C. Unlike sm100's in-kernel fix-up (the
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
@@ -93,9 +94,10 @@
 //! into shared memory (2200 cycles per stage against 512 of MMA) and 56 CTAs for N = 7168.
 //! Here 8 warps convert only the weights, straight into registers, activations are
 //! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
-//! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes.
-//! Measured on an H100: 71 / 32 / 25 / 311 us against v1's 279 / 126 / 43 / 608 on the
-//! four benchmark shapes (docs/perf-notes.md, with where the remaining time goes).
+//! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
+//! halves the last wave of 2304x4608x7168). Measured on an H100: 71 / 32 / 26 / 272 us
+//! against v1's 279 / 126 / 43 / 608 on the four benchmark shapes (docs/perf-notes.md,
+//! with where the remaining time goes).
 
 use nvfp4::layout;
 use nvfp4::operand::AFormat;
@@ -418,21 +420,42 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
     n.div_ceil(BLOCK_N) * m.div_ceil(rows_for(m)) * l
 }
 
-/// CTAs per tile along K: only when the tiles fill less than half a wave; then as many
-/// as fit in one wave, capped, each with at least `MIN_STAGES_PER_SPLIT` stages. A wave is
-/// one CTA per SM with prefill tiles (150 KiB of shared memory each), two with decode
-/// tiles (66 KiB, 95 registers per thread), which only stream weights: twice the copies
-/// in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100 (docs/perf-notes.md).
+/// CTAs per *split* tile along K (1: no tile is split). The tiles run in waves of one CTA
+/// per SM with prefill tiles (150 KiB of shared memory each), two with decode tiles (66
+/// KiB, 95 registers per thread, which only stream weights: twice the copies in flight
+/// took 1x7168x16384 from 67.1 to 53.4 us on an H100, docs/perf-notes.md). When the last
+/// wave is at most half full, its tiles ([`split_tiles`]) split their K stages over as
+/// many CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT`
+/// stages: the last wave then takes a fraction of a tile's time instead of a whole one.
+/// With fewer tiles than SMs that is every tile (the three M = 128 benchmark shapes: 28
+/// tiles x 4, 16 x 8, 28 x 4); 2304x4608x7168's 324 tiles run as two whole waves of 132
+/// and 60 tiles split in two.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
-    let tiles = tiles(m, n, l);
+    let tail = tiles(m, n, l) % wave(m);
     let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
-    let (wave, cap) = if m <= DECODE_MAX_M { (DECODE_CTAS_PER_SM * SMS, MAX_DECODE_SPLITS) } else { (SMS, MAX_SPLITS) };
-    if 2 * tiles > wave || by_stages < 2 {
+    let cap = if m <= DECODE_MAX_M { MAX_DECODE_SPLITS } else { MAX_SPLITS };
+    if tail == 0 || 2 * tail > wave(m) || by_stages < 2 {
         return 1;
     }
-    let by_wave = wave / tiles;
+    let by_wave = wave(m) / tail;
     let s = if by_wave < by_stages { by_wave } else { by_stages };
     if s < cap { s } else { cap }
+}
+
+/// CTAs of one wave (see [`splits`]).
+const fn wave(m: u32) -> u32 {
+    if m <= DECODE_MAX_M { DECODE_CTAS_PER_SM * SMS } else { SMS }
+}
+
+/// How many tiles split their K stages (see [`splits`]): the last ones in unit order.
+pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32) -> u32 {
+    if splits(m, n, k, l) == 1 { 0 } else { tiles(m, n, l) % wave(m) }
+}
+
+/// CTAs of the main launch: one per whole tile, `splits` per split tile.
+const fn ctas(m: u32, n: u32, k: u32, l: u32) -> u32 {
+    let split = split_tiles(m, n, k, l);
+    tiles(m, n, l) - split + split * splits(m, n, k, l)
 }
 
 const fn align(bytes: u64) -> u64 {
@@ -445,21 +468,18 @@ const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
     l as u64 * m.div_ceil(rows) as u64 * k_stages(k) as u64 * act_stage_bytes(rows) as u64
 }
 
-/// Workspace: the prepared activations, then (split K only) one f32 partial per split
-/// of every tile. Every launch writes what it reads: nothing needs to stay zero.
+/// Workspace: the prepared activations, then one f32 partial per split of every split
+/// tile. Every launch writes what it reads: nothing needs to stay zero.
 pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
-    let s = splits(m, n, k, l);
-    let act = align(act_bytes(m, k, l));
-    if s == 1 {
-        return act;
-    }
-    act + tiles(m, n, l) as u64 * s as u64 * partial_bytes(rows_for(m)) as u64
+    let partials = split_tiles(m, n, k, l) as u64 * splits(m, n, k, l) as u64 * partial_bytes(rows_for(m)) as u64;
+    align(act_bytes(m, k, l)) + partials
 }
 
-/// The main kernel's launch: one CTA per work unit (tile, split).
+/// The main kernel's launch: one CTA per work unit (a whole tile, or one split of a split
+/// tile).
 pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
     let smem = smem_bytes(rows_for(m));
-    Launch { grid: [tiles(m, n, l) * splits(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
+    Launch { grid: [ctas(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
 }
 
 /// The prologue's launch: one CTA per activation image, four threads per image row.
@@ -482,6 +502,8 @@ struct Problem {
     rows: u32,
     n_tiles: u32,
     m_tiles: u32,
+    /// Tiles before the first split tile (unit order), and CTAs per split tile.
+    whole_tiles: u32,
     splits: u32,
     k_stages: u32,
     /// Bytes per row of A and B.
@@ -498,6 +520,8 @@ struct Unit {
     n0: u32,
     index: u32,
     split: u32,
+    /// CTAs sharing the tile's K stages (1: a whole tile).
+    splits: u32,
     kb_begin: u32,
     kb_end: u32,
 }
@@ -506,23 +530,31 @@ impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
         let n_tiles = args.n.div_ceil(BLOCK_N);
         let m_tiles = args.m.div_ceil(R::ROWS);
+        let (m, n, k, l) = (args.m, args.n, args.k, args.l);
         Problem {
             args: *args,
             rows: R::ROWS,
             n_tiles,
             m_tiles,
-            splits: splits(args.m, args.n, args.k, args.l),
+            whole_tiles: tiles(m, n, l) - split_tiles(m, n, k, l),
+            splits: splits(m, n, k, l),
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
         }
     }
 
-    /// Units are numbered split-fastest, then N, M and batch: the CTAs of one tile, and
-    /// neighbouring tiles (which share their activation images), run side by side.
+    /// Tiles are numbered N-fastest, then M and batch, so neighbouring tiles (which share
+    /// their activation images) run side by side. Units: the whole tiles, one CTA each,
+    /// then the split tiles' CTAs, split-fastest (the CTAs of a tile run side by side).
     fn unit(&self) -> Unit {
         let u = special::ctaid_x();
-        let (split, index) = (u % self.splits, u / self.splits);
+        let (index, split, splits) = if u < self.whole_tiles {
+            (u, 0, 1)
+        } else {
+            let j = u - self.whole_tiles;
+            (self.whole_tiles + j / self.splits, j % self.splits, self.splits)
+        };
         let (n_tile, rest) = (index % self.n_tiles, index / self.n_tiles);
         let (m_tile, l) = (rest % self.m_tiles, rest / self.m_tiles);
         Unit {
@@ -531,8 +563,9 @@ impl Problem {
             n0: n_tile * BLOCK_N,
             index,
             split,
-            kb_begin: split * self.k_stages / self.splits,
-            kb_end: (split + 1) * self.k_stages / self.splits,
+            splits,
+            kb_begin: split * self.k_stages / splits,
+            kb_end: (split + 1) * self.k_stages / splits,
         }
     }
 
@@ -542,10 +575,11 @@ impl Problem {
         self.args.workspace + index * act_stage_bytes(self.rows) as u64
     }
 
-    /// Split `split`'s f32 partial of tile `index`.
+    /// Split `split`'s f32 partial of split tile `index`.
     fn partial(&self, index: u32, split: u32) -> u64 {
         let partials = self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l));
-        partials + (index * self.splits + split) as u64 * partial_bytes(self.rows) as u64
+        let slot = (index - self.whole_tiles) * self.splits + split;
+        partials + slot as u64 * partial_bytes(self.rows) as u64
     }
 }
 
@@ -939,7 +973,7 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
     R::fence_operand(&mut acc[1]);
 
     let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
-    if p.splits == 1 {
+    if unit.splits == 1 {
         R::store(&place, 0, &acc[0]);
         R::store(&place, 1, &acc[1]);
     } else {
@@ -1012,9 +1046,9 @@ impl Place {
 const REDUCE_THREADS: u32 = 256;
 const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
-/// The reduce launch: one thread per partial quad of every tile.
-pub const fn reduce_launch(m: u32, n: u32, l: u32) -> Launch {
-    let quads = tiles(m, n, l) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
+/// The reduce launch: one thread per partial quad of every split tile.
+pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
+    let quads = split_tiles(m, n, k, l) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
     Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
 }
 
@@ -1031,7 +1065,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
     let block_quads = BLOCKS as u32 * quads(R::ROWS);
-    let (bq, index) = (rest % block_quads, rest / block_quads);
+    let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
     let mut sum = [0f32; 4];
