@@ -62,6 +62,14 @@ run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --mode w4a16 --iters 20
 run 120 $HOST --shape 33x130x80x2 --kernel sm90v2 --mode w4a16 --alpha 0.375 --bias --out-dtype bf16 --iters 3
 run 60 $HOST --shape 128x256x512 --kernel sm90 --mode w4a16
 run 300 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape 129x300x1024 --kernel sm90v2 --mode w4a16 --iters 0
+
+step "W4A16 with bf16 activations on sm90v2"
+run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --mode w4a16-bf16 --iters 20
+run 120 $HOST --shape 33x130x80x2 --kernel sm90v2 --mode w4a16-bf16 --alpha 0.375 --bias --out-dtype bf16 --iters 3
+run 120 $HOST --shape 5x260x4096 --kernel sm90v2 --mode w4a16-bf16 --iters 3
+for tool in memcheck racecheck synccheck; do
+  run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape 129x300x1024 --kernel sm90v2 --mode w4a16-bf16 --iters 0
+done
 fi
 
 if [ "$mode" != quick ]; then

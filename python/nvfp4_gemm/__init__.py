@@ -279,7 +279,8 @@ def _run_mm(a, b, a_sf, b_sf, alpha, alpha_value, bias, out, dims) -> None:
     ws = _workspace(a.device, m, n, k, la)
     _native.mm_cuda(a.device.index, _current_raw_stream(a.device), a.data_ptr(), b.data_ptr(), a_sf.data_ptr(), b_sf.data_ptr(), out.data_ptr(),
                     m, n, k, la, alpha_value, alpha.data_ptr() if alpha is not None else 0,
-                    bias.data_ptr() if bias is not None else 0, bf16, ws.data_ptr() if ws is not None else 0, False)
+                    bias.data_ptr() if bias is not None else 0, bf16, ws.data_ptr() if ws is not None else 0,
+                    _A_NVFP4)
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> Tuple[int, ...]:
@@ -367,12 +368,16 @@ def _check_w4a16(x, w, w_sf, alpha, bias, out) -> Tuple[float, Optional[torch.Te
     return alpha_parts
 
 
-# Devices whose kernel takes fp16 activations (the fused W4A16 path), by index.
+# A's format codes (`nvfp4::operand::AFormat`): NVFP4, and 16-bit activations by dtype.
+_A_NVFP4 = 0
+_A_FORMAT_CODES = {torch.float16: 1, torch.bfloat16: 2}
+
+# Devices whose kernel takes 16-bit activations (the fused W4A16 path), by index.
 _FUSED_W4A16 = {}
 
 
 def _fused_w4a16(x: torch.Tensor) -> bool:
-    if not x.is_cuda or x.dtype != torch.float16:
+    if not x.is_cuda or x.dtype not in _A_FORMAT_CODES:
         return False
     index = x.device.index
     if index not in _FUSED_W4A16:
@@ -381,15 +386,17 @@ def _fused_w4a16(x: torch.Tensor) -> bool:
 
 
 def _w4a16_fused(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
-    """sm90v2 with fp16 activations: the prologue lays x out as the GEMM's 16-bit operand,
-    the weights are dequantized in registers as in NVFP4 mode."""
+    """sm90v2 with fp16 or bf16 activations: the prologue lays x out as the GEMM's 16-bit
+    operand, the weights are dequantized in registers as in NVFP4 mode (and converted to
+    bf16, exactly, for bf16 x)."""
     # One weight for every batch of x: the batches are rows of one GEMM, [L*M, K] x [N, K]^T.
     k, n = x.shape[-1], w.shape[0]
     m = x.numel() // k
     ws = _workspace(x.device, m, n, k, 1)
     _native.mm_cuda(x.device.index, _current_raw_stream(x.device), x.data_ptr(), w.data_ptr(), 0, w_sf.data_ptr(),
                     out.data_ptr(), m, n, k, 1, alpha_value, alpha.data_ptr() if alpha is not None else 0,
-                    bias.data_ptr() if bias is not None else 0, False, ws.data_ptr() if ws is not None else 0, True)
+                    bias.data_ptr() if bias is not None else 0, out.dtype == torch.bfloat16,
+                    ws.data_ptr() if ws is not None else 0, _A_FORMAT_CODES[x.dtype])
 
 
 def _w4a16_into(x, w, w_sf, alpha, alpha_value, bias, out) -> None:
@@ -446,9 +453,9 @@ def w4a16_mm(x: torch.Tensor, w: torch.Tensor, w_sf: torch.Tensor, alpha=None, b
     and an NVFP4 checkpoint's weight as stored: ``w`` [N, K/2] packed e2m1, ``w_sf`` its
     blocked float8_e4m3fn scales. The output has x's dtype.
 
-    On Hopper with fp16 activations this is sm90v2's W4A16 mode: the weights are
-    dequantized into the tensor cores' registers, the activations laid out once per call.
-    Otherwise (bf16 activations, other GPUs, CPU) the weights are dequantized exactly and
+    On Hopper this is sm90v2's W4A16 mode: the weights are dequantized into the tensor
+    cores' registers (as fp16, or bf16 for bf16 x: exact either way), the activations laid
+    out once per call. Otherwise (other GPUs, CPU) the weights are dequantized exactly and
     multiplied with an fp32 result. The epilogue is the kernels' fp32 rule either way."""
     alpha_value, alpha_tensor = _check_w4a16(x, w, w_sf, alpha, bias, out)
     if torch.compiler.is_compiling():

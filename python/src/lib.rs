@@ -52,7 +52,8 @@ fn workspace(device: usize, m: u32, n: u32, k: u32, l: u32) -> PyResult<(u64, bo
 
 /// Enqueues C = alpha·A·Bᵀ (+ bias) on CUDA stream `stream` of device `device` and
 /// returns at once. `alpha_ptr` (when not 0) is the address of one f32 in GPU memory and
-/// overrides `alpha`; `bias` is 0 or the address of N values of C's type.
+/// overrides `alpha`; `bias` is 0 or the address of N values of C's type; `a_format` is A's
+/// format code (`nvfp4::operand::AFormat`: 0 NVFP4, 1 fp16, 2 bf16 activations).
 ///
 /// The Python caller guarantees every address is a live allocation of the device holding
 /// the bytes the shape implies (that is what its checks are for).
@@ -75,7 +76,7 @@ fn mm_cuda(
     bias: u64,
     out_bf16: bool,
     workspace: u64,
-    a_fp16: bool,
+    a_format: u32,
 ) -> PyResult<()> {
     let shape = shape(m, n, k, l)?;
     let gemms = Gemms::for_device(device).map_err(to_py)?;
@@ -84,7 +85,9 @@ fn mm_cuda(
         bias,
         out: out_dtype(out_bf16),
     };
-    let ops = Operands { a, b, sfa, sfb, c, a_format: if a_fp16 { AFormat::F16 } else { AFormat::Nvfp4 } };
+    let a_format = AFormat::from_code(a_format)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown A format code {a_format}")))?;
+    let ops = Operands { a, b, sfa, sfb, c, a_format };
     // SAFETY: the Python layer checked each tensor's device, dtype, size and contiguity;
     // the stream is PyTorch's current stream of that device.
     unsafe { gemms.enqueue(stream as CUstream, &ops, shape, &epilogue, workspace) }.map_err(to_py)

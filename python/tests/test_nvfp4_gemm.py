@@ -396,14 +396,15 @@ def test_cuda_rejects_operands_on_two_devices():
 
 
 @needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(33, 72, 96), (128, 4096, 7168), (1, 7168, 2048), (3, 130, 80)])
-def test_w4a16_fp16_on_cuda_matches_the_cpu_path(shape):
+def test_w4a16_on_cuda_matches_the_cpu_path(shape, dtype):
     # On Hopper this is the fused sm90v2 W4A16 mode; elsewhere the dequantizing fallback.
     m, n, k = shape
     gen = torch.Generator().manual_seed(m + n)
-    x = (torch.randint(-8, 9, (m, k), generator=gen) / 4).to(torch.float16)  # exact in fp32 sums
+    x = (torch.randint(-8, 9, (m, k), generator=gen) / 4).to(dtype)  # exact in fp32 sums
     w, w_sf = g.quantize(torch.randn(n, k, generator=gen).to(torch.float16), 4.0)
-    bias = (torch.arange(n) % 5).to(torch.float16)
+    bias = (torch.arange(n) % 5).to(dtype)
     for alpha, b in [(None, None), (0.375, bias)]:
         want = g.w4a16_mm(x, w, w_sf, alpha=alpha, bias=b)
         got = g.w4a16_mm(x.cuda(), w.cuda(), w_sf.cuda(), alpha=alpha, bias=None if b is None else b.cuda())

@@ -61,6 +61,7 @@ fn ss(acc: *mut f32) -> wgmma::MmaArgs {
         negate_a: false,
         negate_b: false,
         a_in_registers: false,
+        inputs: Default::default(),
     }
 }
 

@@ -741,6 +741,7 @@ fn ss(acc: *mut f32, n: u32, a: u32, b: u32, step: u32, accumulate: bool) -> wgm
         negate_a: false,
         negate_b: false,
         a_in_registers: false,
+        inputs: Default::default(),
     }
 }
 
@@ -876,6 +877,7 @@ fn wgmma_rs_takes_a_from_registers() {
             negate_a: false,
             negate_b: false,
             a_in_registers: true,
+            inputs: Default::default(),
         };
         // SAFETY: `acc` and `regs` live until after the wait and are not touched before it.
         unsafe { wgmma::mma_async(args) };

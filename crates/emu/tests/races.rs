@@ -483,6 +483,7 @@ fn wgmma_on_the_tiles(issue: &Line) {
         negate_a: false,
         negate_b: false,
         a_in_registers: false,
+        inputs: Default::default(),
     };
     // SAFETY: `acc` lives until the wait below.
     issue.next();

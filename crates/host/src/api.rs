@@ -202,11 +202,11 @@ pub fn kernel_args(
     let invalid = |what: String| Err(Error::Invalid(what));
     if !kernel.takes(ops.a_format) {
         return invalid(format!(
-            "{kernel} takes A as NVFP4 only; fp16 activations (W4A16) run on {}",
-            Kernel::f16_activation_kernels()
+            "{kernel} takes A as NVFP4 only; 16-bit activations (W4A16, fp16 or bf16) run on {}",
+            Kernel::w4a16_kernels()
         ));
     }
-    let w4a16 = ops.a_format == AFormat::F16;
+    let w4a16 = ops.a_format.is_16bit();
     for (name, addr) in [("a", ops.a), ("b", ops.b), ("sfa", ops.sfa), ("sfb", ops.sfb), ("c", ops.c)] {
         if name == "sfa" && w4a16 {
             continue; // fp16 activations have no scales
@@ -373,7 +373,10 @@ mod tests {
         // fp16 activations: sm90v2 only, and SFA may be null there.
         let w4a16 = Operands { a_format: AFormat::F16, sfa: 0, ..OPS };
         let why = refused(Kernel::Sm90, &w4a16, &id, 0, "128x256x512");
-        assert!(why.contains("sm90 takes A as NVFP4 only; fp16 activations (W4A16) run on sm90v2"), "{why}");
+        assert!(
+            why.contains("sm90 takes A as NVFP4 only; 16-bit activations (W4A16, fp16 or bf16) run on sm90v2"),
+            "{why}"
+        );
         let args = kernel_args(Kernel::Sm90v2, &w4a16, shape("128x256x512"), &id, 0x8000).unwrap();
         assert_eq!((args.a_format, args.sfa), (1, 0));
     }

@@ -229,7 +229,28 @@ impl Cublas {
     /// # Safety
     ///
     /// `a`, `b`, `c` must be device buffers of L·M·K, L·N·K and L·M·N fp16 values.
-    pub unsafe fn gemm_f16(&self, (m, n, k, l): (u32, u32, u32, u32), a: u64, b: u64, c: u64) -> Result<(), String> {
+    pub unsafe fn gemm_f16(&self, dims: (u32, u32, u32, u32), a: u64, b: u64, c: u64) -> Result<(), String> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.gemm_16bit(dims, false, a, b, c) }
+    }
+
+    /// [`Cublas::gemm_f16`] with bf16 A, B and C when `bf16`.
+    ///
+    /// # Safety
+    ///
+    /// `a`, `b`, `c` must be device buffers of L·M·K, L·N·K and L·M·N 16-bit values.
+    pub unsafe fn gemm_16bit(
+        &self,
+        (m, n, k, l): (u32, u32, u32, u32),
+        bf16: bool,
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<(), String> {
+        let (dtype, name) = match bf16 {
+            true => (blas::cudaDataType::CUDA_R_16BF, "bf16"),
+            false => (blas::cudaDataType::CUDA_R_16F, "fp16"),
+        };
         let cm = column_major(m, n, k)?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         guarded(|| {
@@ -250,20 +271,20 @@ impl Cublas {
                         cm.k,
                         &alpha as *const f32 as *const c_void,
                         b as *const c_void, // cuBLAS's first operand: our B
-                        blas::cudaDataType::CUDA_R_16F,
+                        dtype,
                         cm.lda,
                         a as *const c_void,
-                        blas::cudaDataType::CUDA_R_16F,
+                        dtype,
                         cm.ldb,
                         &beta as *const f32 as *const c_void,
                         c as *mut c_void,
-                        blas::cudaDataType::CUDA_R_16F,
+                        dtype,
                         cm.ldc,
                         blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                         blas::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
                     )
                 }
-                .map_err(|e| format!("cublasGemmEx (fp16, {m}x{n}x{k}) failed: {e}"))?;
+                .map_err(|e| format!("cublasGemmEx ({name}, {m}x{n}x{k}) failed: {e}"))?;
             }
             Ok(())
         })

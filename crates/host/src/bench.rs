@@ -82,6 +82,7 @@ pub const LIMIT_COPY_BYTES: usize = 1 << 30;
 
 /// Names of the baseline rows.
 pub const CUBLAS_F16: &str = "cuBLAS fp16, pre-dequantized";
+pub const CUBLAS_BF16: &str = "cuBLAS bf16, pre-dequantized";
 pub const CUBLASLT_FP8: &str = "cuBLASLt FP8 e4m3";
 pub const DEQUANT_CUBLAS: &str = "dequant + cuBLAS fp16";
 
@@ -491,15 +492,17 @@ pub struct Options {
     pub iters: usize,
     pub device: usize,
     pub baselines: bool,
-    /// What A holds in our rows: NVFP4, and fp16 (W4A16) on the kernels that take it.
+    /// What A holds in our rows: NVFP4, and fp16 or bf16 (W4A16) on the kernels that take it.
     pub modes: Vec<AFormat>,
 }
 
-/// Our row's name: the kernel, with ` w4a16` when A is fp16 activations.
+/// Our row's name: the kernel, with ` w4a16` when A is fp16 activations, ` w4a16 bf16`
+/// when bf16.
 pub fn row_name(kernel: Kernel, a_format: AFormat) -> String {
     match a_format {
         AFormat::Nvfp4 => kernel.name().to_string(),
         AFormat::F16 => format!("{} w4a16", kernel.name()),
+        AFormat::Bf16 => format!("{} w4a16 bf16", kernel.name()),
     }
 }
 
@@ -669,11 +672,15 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
                 Some(c)
             }
             Ok((from, Err(e))) => {
-                skip_now(&mut skipped, format!("{CUBLAS_F16}; {DEQUANT_CUBLAS}"), format!("cuBLAS (from {from}): {e}"));
+                skip_now(
+                    &mut skipped,
+                    format!("{CUBLAS_F16}; {CUBLAS_BF16}; {DEQUANT_CUBLAS}"),
+                    format!("cuBLAS (from {from}): {e}"),
+                );
                 None
             }
             Err(e) => {
-                skip_now(&mut skipped, format!("{CUBLAS_F16}; {DEQUANT_CUBLAS}"), e.clone());
+                skip_now(&mut skipped, format!("{CUBLAS_F16}; {CUBLAS_BF16}; {DEQUANT_CUBLAS}"), e.clone());
                 None
             }
         };
@@ -701,8 +708,8 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
             if takers.is_empty() {
                 continue;
             }
-            // W4A16: the same weights, A as fp16 activations (exact in fp32 sums too).
-            let w4a16 = (mode == AFormat::F16).then(|| generate_w4a16(shape, Distribution::GpuMode, 1));
+            // W4A16: the same weights, A as fp16 or bf16 activations (exact in fp32 sums too).
+            let w4a16 = mode.is_16bit().then(|| generate_w4a16(shape, Distribution::GpuMode, 1, mode));
             let w4a16_want = w4a16.as_ref().map(reference);
             let (problem, want) = match (&w4a16, &w4a16_want) {
                 (Some(p), Some(w)) => (p, w),
@@ -812,7 +819,7 @@ impl ShapeRun<'_> {
         let needed = (a_len + b_len) * 3 + c_len * 2 + shape.bytes_read() as usize + baselines::LT_WORKSPACE_BYTES;
         let (free, _) = gpu.memory()?;
         if needed as u64 + (512 << 20) > free {
-            for name in [CUBLAS_F16, CUBLASLT_FP8, DEQUANT_CUBLAS] {
+            for name in [CUBLAS_F16, CUBLAS_BF16, CUBLASLT_FP8, DEQUANT_CUBLAS] {
                 self.skip(skipped, name, format!("needs {} MiB of GPU memory, {} MiB free", needed >> 20, free >> 20));
             }
             return Ok(false);
@@ -907,6 +914,29 @@ impl ShapeRun<'_> {
             }
         }
         drop((a16, b16));
+
+        // bf16, what a bf16 model's W4A16 is measured against: the same operands (every
+        // dequantized value is e2m1 · e4m3, exact in bf16 too), bf16 out.
+        if let Some(cublas) = cublas {
+            let to_bf16 =
+                |v: &[f16]| v.iter().map(|x| half::bf16::from_f32(x.to_f32()).to_bits()).collect::<Vec<u16>>();
+            let a_bf16 = s.clone_htod(&to_bf16(&cpu_a)).context("copying bf16 A")?;
+            let b_bf16 = s.clone_htod(&to_bf16(&cpu_b)).context("copying bf16 B")?;
+            let (pa_bf16, pb_bf16) = (ptr(gpu, &a_bf16), ptr(gpu, &b_bf16));
+            // SAFETY: bf16 A [L, M, K], B [L, N, K], C [L, M, N].
+            let gemm = || unsafe { cublas.gemm_16bit((m, n, k, l), true, pa_bf16, pb_bf16, pc) }.map_err(failed);
+            s.memcpy_htod(&poison, &mut c).context("poisoning C")?;
+            match gemm().and_then(|()| s.synchronize().context("running cuBLAS bf16")) {
+                Ok(()) => {
+                    let raw = s.clone_dtoh(&c).context("copying C back")?;
+                    let got: Vec<f32> = raw.into_iter().map(|b| half::bf16::from_bits(b).to_f32()).collect();
+                    let check = self.check(&got);
+                    let t = timer.time(self.iters, gemm)?;
+                    bad |= self.push(entries, CUBLAS_BF16, t, check);
+                }
+                Err(e) => self.skip(skipped, CUBLAS_BF16, e.to_string()),
+            }
+        }
 
         if cublaslt_ok {
             let fa = baselines::to_fp8(&cpu_a);
@@ -1016,6 +1046,7 @@ pub(crate) mod tests {
     fn w4a16_rows_are_named_apart_from_the_nvfp4_rows() {
         assert_eq!(row_name(Kernel::Sm90v2, AFormat::Nvfp4), "sm90v2");
         assert_eq!(row_name(Kernel::Sm90v2, AFormat::F16), "sm90v2 w4a16");
+        assert_eq!(row_name(Kernel::Sm90v2, AFormat::Bf16), "sm90v2 w4a16 bf16");
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub enum Mode {
     /// W4A16: fp16 activations [L, M, K] times the NVFP4 weights (kernels that take them:
     /// sm90v2).
     W4a16,
+    /// W4A16 with bf16 activations.
+    #[value(name = "w4a16-bf16")]
+    W4a16Bf16,
 }
 
 impl Mode {
@@ -77,14 +80,15 @@ impl Mode {
         match self {
             Mode::Nvfp4 => AFormat::Nvfp4,
             Mode::W4a16 => AFormat::F16,
+            Mode::W4a16Bf16 => AFormat::Bf16,
         }
     }
 
-    /// Draws this mode's problem (W4A16: A as exact fp16 activations).
+    /// Draws this mode's problem (W4A16: A as exact fp16 or bf16 activations).
     pub fn generate(self, shape: Shape, dist: Distribution, seed: u64) -> Problem {
         match self {
             Mode::Nvfp4 => generate(shape, dist, seed),
-            Mode::W4a16 => generate_w4a16(shape, dist, seed),
+            Mode::W4a16 | Mode::W4a16Bf16 => generate_w4a16(shape, dist, seed, self.a_format()),
         }
     }
 }
@@ -93,8 +97,8 @@ impl Mode {
 fn check_mode(kernel: Kernel, a_format: AFormat) -> Result<()> {
     if !kernel.takes(a_format) {
         return Err(Error::Usage(format!(
-            "--mode w4a16 (fp16 activations) runs on {}; {kernel} takes NVFP4 activations only",
-            Kernel::f16_activation_kernels()
+            "--mode w4a16 and w4a16-bf16 (16-bit activations) run on {}; {kernel} takes NVFP4 activations only",
+            Kernel::w4a16_kernels()
         )));
     }
     Ok(())
@@ -114,7 +118,7 @@ struct RunArgs {
     dist: Distribution,
     #[arg(long, value_enum, default_value = "auto")]
     kernel: KernelChoice,
-    /// What A holds: NVFP4 (with SFA) or fp16 activations (W4A16).
+    /// What A holds: NVFP4 (with SFA), or fp16 or bf16 activations (W4A16).
     #[arg(long, value_enum, default_value = "nvfp4", conflicts_with = "inputs")]
     mode: Mode,
     /// Timed runs (the median is reported).
@@ -244,8 +248,8 @@ struct BenchArgs {
     /// shapes (1x7168x16384, 16x7168x16384, ...), where reading the weights is the floor.
     #[arg(long)]
     decode: bool,
-    /// Modes to time: NVFP4 A, and W4A16 (fp16 A) on the kernels that take it.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "nvfp4,w4a16")]
+    /// Modes to time: NVFP4 A, and W4A16 (fp16 or bf16 A) on the kernels that take it.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "nvfp4,w4a16,w4a16-bf16")]
     mode: Vec<Mode>,
 }
 
@@ -275,7 +279,9 @@ pub fn main() -> i32 {
 fn describe_inputs(args: &RunArgs, epilogue: &Epilogue) -> String {
     let inputs = match &args.inputs {
         Some(p) => format!("from {}", p.display()),
-        None if args.mode == Mode::W4a16 => format!("dist {}, seed {}, A fp16 (w4a16)", args.dist, args.seed),
+        None if args.mode != Mode::Nvfp4 => {
+            format!("dist {}, seed {}, A {} (w4a16)", args.dist, args.seed, a_dtype_name(args.mode.a_format()))
+        }
         None => format!("dist {}, seed {}", args.dist, args.seed),
     };
     if epilogue.is_identity() && !epilogue.alpha_in_memory {
@@ -323,7 +329,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         let gpu = Gpu::open(args.device)?;
         let kernel = args.kernel.resolve(Some(gpu.info.compute_capability));
         check_mode(kernel, problem.a_format)?;
-        if args.verify == VerifyMode::Gpu && (kernel == Kernel::Naive || problem.a_format == AFormat::F16) {
+        if args.verify == VerifyMode::Gpu && (kernel == Kernel::Naive || problem.a_format.is_16bit()) {
             return Err(Error::Usage(
                 "--verify gpu compares with the naive kernel, which takes NVFP4 A only and is not checked against \
                  itself: use --verify cpu"
@@ -518,12 +524,12 @@ pub fn epilogue_variants(n: u32, seed: u64) -> Vec<Epilogue> {
     ]
 }
 
-/// The problems of one selftest shape: in both modes (NVFP4 A, and W4A16's fp16 A), both
+/// The problems of one selftest shape: in every mode (NVFP4 A, W4A16's fp16 or bf16 A), both
 /// distributions with the identity epilogue; with `variants`, the benchmark's distribution
 /// through each [`epilogue_variants`] (NVFP4) and through the first one (W4A16).
 fn selftest_problems(shape: Shape, seed: u64, variants: bool) -> Vec<(Distribution, Problem)> {
     let mut problems = Vec::new();
-    for (m, mode) in [Mode::Nvfp4, Mode::W4a16].into_iter().enumerate() {
+    for (m, mode) in [Mode::Nvfp4, Mode::W4a16, Mode::W4a16Bf16].into_iter().enumerate() {
         let first = problems.len();
         for (i, dist) in [Distribution::GpuMode, Distribution::Wide].into_iter().enumerate() {
             problems.push((dist, mode.generate(shape, dist, seed + (2 * m + i) as u64)));
@@ -546,9 +552,15 @@ fn runs(kernel: Kernel, problem: &Problem) -> bool {
 
 /// The selftest column naming A's format.
 fn activations_name(problem: &Problem) -> &'static str {
-    match problem.a_format {
+    a_dtype_name(problem.a_format)
+}
+
+/// A's element type: "nvfp4", "fp16" or "bf16".
+fn a_dtype_name(format: AFormat) -> &'static str {
+    match format {
         AFormat::Nvfp4 => "nvfp4",
         AFormat::F16 => "fp16",
+        AFormat::Bf16 => "bf16",
     }
 }
 

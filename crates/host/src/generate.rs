@@ -174,11 +174,15 @@ pub fn generate(shape: Shape, dist: Distribution, seed: u64) -> Problem {
     Problem { shape, a, a_format: AFormat::Nvfp4, b, sfa, sfb, epilogue: Epilogue::IDENTITY }
 }
 
-/// Draws a W4A16 problem: B and SFB as [`generate`] draws them, A as fp16 activations
-/// `[L][M][K]`, multiples of 1/4 in [-2, 2], so that every product with a weight and
-/// every partial sum of the benchmark shapes is exact in fp32 (a kernel that accumulates
-/// in fp32 then matches the exact reference bit for bit).
-pub fn generate_w4a16(shape: Shape, dist: Distribution, seed: u64) -> Problem {
+/// Draws a W4A16 problem: B and SFB as [`generate`] draws them, A as 16-bit activations
+/// `[L][M][K]` in `format` (fp16 or bf16: the same values), multiples of 1/4 in [-2, 2],
+/// so that every product with a weight and every partial sum of the benchmark shapes is
+/// exact in fp32 (a kernel that accumulates in fp32 then matches the exact reference bit
+/// for bit).
+///
+/// Panics if `format` is not a 16-bit format.
+pub fn generate_w4a16(shape: Shape, dist: Distribution, seed: u64, format: AFormat) -> Problem {
+    assert!(format.is_16bit(), "W4A16 activations are fp16 or bf16, not {format:?}");
     const QUARTERS: u64 = 17; // -8/4 ..= 8/4
     let mut p = generate(shape, dist, seed);
     let values = shape.l as usize * shape.m as usize * shape.k as usize;
@@ -187,11 +191,15 @@ pub fn generate_w4a16(shape: Shape, dist: Distribution, seed: u64) -> Problem {
         let mut rng = SplitMix64::for_stream(seed, Tensor::A16, chunk);
         for value in bytes.chunks_exact_mut(2) {
             let v = ((rng.next_u64() % QUARTERS) as f32 - (QUARTERS / 2) as f32) / 4.0;
-            value.copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+            let bits = match format {
+                AFormat::Bf16 => half::bf16::from_f32(v).to_bits(),
+                _ => half::f16::from_f32(v).to_bits(),
+            };
+            value.copy_from_slice(&bits.to_le_bytes());
         }
     });
     p.a = a;
-    p.a_format = AFormat::F16;
+    p.a_format = format;
     p.sfa = Vec::new();
     p
 }

@@ -166,19 +166,20 @@ impl Kernel {
         }
     }
 
-    /// Whether the kernel takes A as fp16 values (W4A16, [`nvfp4::operand::AFormat::F16`]).
-    pub fn takes_f16_activations(self) -> bool {
+    /// Whether the kernel takes A as 16-bit values (W4A16: fp16 or bf16 activations,
+    /// [`nvfp4::operand::AFormat::is_16bit`]).
+    pub fn takes_16bit_activations(self) -> bool {
         matches!(self, Kernel::Sm90v2)
     }
 
     /// Whether the kernel takes A in `format` (NVFP4: every kernel).
     pub fn takes(self, format: nvfp4::operand::AFormat) -> bool {
-        format == nvfp4::operand::AFormat::Nvfp4 || self.takes_f16_activations()
+        !format.is_16bit() || self.takes_16bit_activations()
     }
 
-    /// The names of the kernels that take fp16 activations, for refusals ("sm90v2").
-    pub fn f16_activation_kernels() -> String {
-        let names: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_f16_activations()).map(|k| k.name()).collect();
+    /// The names of the kernels that take 16-bit activations, for refusals ("sm90v2").
+    pub fn w4a16_kernels() -> String {
+        let names: Vec<&str> = Kernel::ALL.iter().filter(|k| k.takes_16bit_activations()).map(|k| k.name()).collect();
         names.join(", ")
     }
 

@@ -87,7 +87,7 @@ pub fn reference_with(p: &Problem, e: &Epilogue) -> Vec<u16> {
     if let Some(bias) = &e.bias {
         assert_eq!(bias.len(), p.shape.n as usize, "the bias must hold N values");
     }
-    if p.a_format == AFormat::F16 {
+    if p.a_format.is_16bit() {
         return reference_w4a16(p, e);
     }
     let finish = |total: Option<i128>, col: usize| -> u16 {
@@ -226,28 +226,55 @@ pub(crate) fn check_lengths(p: &Problem) {
     assert_eq!(p.sfb.len() as u64, s.sfb_bytes(), "SFB has the wrong length for {s}");
 }
 
-/// The W4A16 reference: A fp16 values, B NVFP4. Exact as the NVFP4 one: an fp16 is an
-/// integer multiple of 2^-24 below 2^16 (2^40 units), a weight e2m1·e4m3 a multiple of
-/// 2^-10 below 2^12 (doubled e2m1 times e4m3 in units of 2^-9), so every product is an
-/// integer number of 2^-34 below 2^62 and C's exact sum fits an `i128` for any K below
-/// 2^60. A plain loop (a test oracle for small shapes, rows in parallel); a non-finite
-/// fp16 in a row of A makes that row of C the f64 sum's NaN or infinity.
+/// The W4A16 reference: A fp16 or bf16 values, B NVFP4. Exact as the NVFP4 one: a weight
+/// e2m1·e4m3 is an integer multiple of 2^-10 below 2^12 (doubled e2m1 times e4m3 in units
+/// of 2^-9), and each row of A is taken in units of its finest value's quantum (2^-24 at
+/// most for fp16; bf16 reaches 2^-133), so every product is an integer and C's row sums
+/// are exact in an `i128` whenever the row's values span fewer than ~2^70 (any fp16 row;
+/// bf16 rows beyond that, and rows with a non-finite value, take the f64 sum: NaN or
+/// infinity for non-finite inputs, the nearest f64 of the sum otherwise). A plain loop (a
+/// test oracle for small shapes, rows in parallel).
 fn reference_w4a16(p: &Problem, e: &Epilogue) -> Vec<u16> {
-    const FRAC: i32 = 34; // 2^-24 (fp16 units) times 2^-10 (weight units)
+    const WEIGHT_FRAC: i32 = 10; // weights in units of 2^-10
+    const WEIGHT_BITS: i32 = 22; // |weight| < 6 * 448 * 2^10 < 2^22
+    const F16_FRACTION_BITS: i32 = 10; // the most of fp16 (bf16: 7)
+    const I128_BITS: i32 = 126; // leave the sign bit and one of headroom
+    // One unit, 2^-frac, must be a normal f32 for `fixed_to_f32_at`.
+    const F32_MIN_NORMAL_EXP: i32 = -126;
+    const F32_MAX_EXP: i32 = 127;
     let s = p.shape;
     let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
     let sf_cols = s.sf_cols();
     let sfb_batch = layout::batch_bytes(s.n, sf_cols) as usize;
+    let k_bits = 64 - (k as u64).leading_zeros() as i32;
     let mut c = vec![0u16; s.l as usize * m * n];
     c.par_chunks_mut(n).enumerate().for_each(|(row_index, c_row)| {
         let l = row_index / m;
-        let a: Vec<f16> = p.a[(row_index * k) * 2..][..k * 2]
+        let a: Vec<f64> = p.a[(row_index * k) * 2..][..k * 2]
             .chunks_exact(2)
-            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])))
+            .map(|b| {
+                let bits = u16::from_le_bytes([b[0], b[1]]);
+                match p.a_format {
+                    AFormat::Bf16 => f64::from(half::bf16::from_bits(bits)),
+                    _ => f64::from(f16::from_bits(bits)),
+                }
+            })
             .collect();
         let finite = a.iter().all(|v| v.is_finite());
-        // fp16 in units of 2^-24: subnormals are the integer itself, normals m·2^(e-25).
-        let units: Vec<i64> = a.iter().map(|v| (f64::from(*v) * (1u64 << 24) as f64) as i64).collect();
+        // Binary exponent of |v| (v a nonzero f64: always normal).
+        let exponent = |v: f64| ((v.to_bits() >> 52) & 0x7FF) as i32 - 1023;
+        let nonzero = || a.iter().filter(|v| **v != 0.0 && v.is_finite()).map(|&v| exponent(v));
+        // The row in units of 2^unit: every value an integer below 2^(top - unit + 1).
+        let unit = nonzero().min().map_or(0, |e| e - F16_FRACTION_BITS);
+        let top = nonzero().max().unwrap_or(0);
+        let frac = WEIGHT_FRAC - unit;
+        let exact = finite
+            && (top - unit + 1) + WEIGHT_BITS + k_bits <= I128_BITS
+            && (F32_MIN_NORMAL_EXP..=F32_MAX_EXP).contains(&-frac);
+        let units: Vec<i128> = match exact {
+            true => a.iter().map(|&v| (v * 2f64.powi(-unit)) as i128).collect(),
+            false => Vec::new(),
+        };
         for (col, out) in c_row.iter_mut().enumerate() {
             let b_row = &p.b[(l * n + col) * k / 2..][..k / 2];
             let sfb = &p.sfb[l * sfb_batch..];
@@ -263,22 +290,22 @@ fn reference_w4a16(p: &Problem, e: &Epilogue) -> Vec<u16> {
                     for (h, code) in [even, odd].into_iter().enumerate() {
                         let kk = j * BLOCK + 2 * i + h;
                         let w = i64::from(e2m1::decode_doubled(code)) * scale; // units of 2^-10
-                        if finite {
-                            total += i128::from(units[kk]) * i128::from(w);
+                        if exact {
+                            total += units[kk] * i128::from(w);
                         } else {
-                            wide += f64::from(a[kk]) * w as f64 / 1024.0;
+                            wide += a[kk] * w as f64 / 1024.0;
                         }
                     }
                 }
             }
             *out = if nan {
                 canonical_nan(e.out)
-            } else if !finite {
+            } else if !exact {
                 e.apply(wide as f32, col)
             } else if e.is_identity() {
-                fixed_to_f16_at(total, FRAC).to_bits()
+                fixed_to_f16_at(total, frac).to_bits()
             } else {
-                e.apply(fixed_to_f32_at(total, FRAC), col)
+                e.apply(fixed_to_f32_at(total, frac), col)
             };
         }
     });
@@ -934,5 +961,76 @@ mod tests {
         assert_eq!(fixed_to_f32(0), 0.0);
         // Below 2^24 units every total is exact.
         assert_eq!(fixed_to_f32(12_345_677) as f64, 12_345_677.0 / unit);
+    }
+
+    /// A 1 x `n` x 32 W4A16 problem in `format`: A's first values `a` (the rest zero), every
+    /// weight 1.0 (e2m1 code 2, scale 1.0).
+    fn w4a16_ones(format: AFormat, a: &[f64], n: u32) -> Problem {
+        let s = shape(1, n, 32, 1);
+        let mut p = ones(s);
+        for row in 0..n {
+            for k in 0..32 {
+                set_value(&mut p.b, 32, row, k, 2);
+            }
+        }
+        let bits = |v: f64| match format {
+            AFormat::Bf16 => half::bf16::from_f64(v).to_bits(),
+            _ => f16::from_f64(v).to_bits(),
+        };
+        p.a = (0..32).flat_map(|k| bits(a.get(k).copied().unwrap_or(0.0)).to_le_bytes()).collect();
+        p.a_format = format;
+        p.sfa = Vec::new();
+        p
+    }
+
+    #[test]
+    fn w4a16_bf16_and_fp16_activations_of_the_same_values_give_the_same_c() {
+        use crate::generate::generate_w4a16;
+        for shape in [shape(3, 40, 96, 2), shape(17, 9, 1024, 1)] {
+            let f16 = generate_w4a16(shape, Distribution::GpuMode, 7, AFormat::F16);
+            let bf16 = generate_w4a16(shape, Distribution::GpuMode, 7, AFormat::Bf16);
+            assert_ne!(f16.a, bf16.a, "{shape}: the bits differ");
+            assert_same(&ref16(&bf16), &ref16(&f16));
+            // And both are the definition: f64 products and sums (exact at these sizes).
+            let want: Vec<f16> = (0..shape.l * shape.m * shape.n)
+                .map(|i| {
+                    let (row, col) = ((i / shape.n) as usize, (i % shape.n) as usize);
+                    let l = row / shape.m as usize;
+                    let w = crate::dequant::dequantize(&f16.b, &f16.sfb, shape.n, shape.k, shape.l);
+                    let k = shape.k as usize;
+                    let x = &f16.a[row * k * 2..][..k * 2];
+                    let sum: f64 = (0..k)
+                        .map(|kk| {
+                            let a = f64::from(f16::from_bits(u16::from_le_bytes([x[2 * kk], x[2 * kk + 1]])));
+                            a * f64::from(w[(l * shape.n as usize + col) * k + kk])
+                        })
+                        .sum();
+                    oracle_f16(sum)
+                })
+                .collect();
+            assert_same(&ref16(&f16), &want);
+        }
+    }
+
+    #[test]
+    fn w4a16_bf16_beyond_the_fp16_range_is_exact_or_falls_back_to_f64() {
+        // 2^40 + 2^40 + 3·2^-10: exact in units of 2^-19 (the finest value's exponent, less
+        // fp16's 10 fraction bits: 60 bits of span), C = 2^41 in f32; times alpha 2^-40 in
+        // fp16: 2.0 (an f64 sum would also give it, but the exact path must neither panic
+        // nor overflow its units).
+        let e = Epilogue { alpha: 2f32.powi(-40), ..Epilogue::IDENTITY };
+        let p = w4a16_ones(AFormat::Bf16, &[2f64.powi(40), 2f64.powi(40), 3.0 * 2f64.powi(-10)], 2);
+        let c = reference_with(&p, &e);
+        assert!(c.iter().all(|&b| f16::from_bits(b) == f16::from_f32(2.0)), "{c:x?}");
+        // A span of 200 binades does not fit an i128: the f64 sum, 2^100 (the 2^-100 term
+        // is below its last bit), times 2^-100.
+        let e = Epilogue { alpha: 2f32.powi(-100), ..Epilogue::IDENTITY };
+        let p = w4a16_ones(AFormat::Bf16, &[2f64.powi(100), 2f64.powi(-100)], 1);
+        assert_eq!(reference_with(&p, &e), [f16::from_f32(1.0).to_bits()]);
+        // Units below 2^-126 (2^-130, a bf16 subnormal): the f64 sum again, an f32
+        // subnormal, times alpha 2^120: 2^-10.
+        let e = Epilogue { alpha: 2f32.powi(120), ..Epilogue::IDENTITY };
+        let p = w4a16_ones(AFormat::Bf16, &[2f64.powi(-130)], 1);
+        assert_eq!(reference_with(&p, &e), [f16::from_f32(2f32.powi(-10)).to_bits()]);
     }
 }

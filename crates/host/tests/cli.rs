@@ -133,10 +133,14 @@ fn selftest_under_the_emulator_passes() {
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     // naive, sm90, sm90v2 and sm100 on 6 shapes x 2 draws, and on 4 of them (the first
     // three and the odd 100x200x320) through the 3 epilogue variants: 4 x (12 + 12); W4A16
-    // (fp16 A) on sm90v2: 6 x 2 draws + 4 x 1 variant.
-    assert!(out.contains("112 of 112 cases passed"), "{out}");
-    let w4a16 = out.lines().filter(|l| l.starts_with("sm90v2") && l.contains(" fp16 ")).count();
-    assert_eq!(w4a16, 16, "{out}");
+    // on sm90v2, fp16 A and bf16 A: 6 x 2 draws + 4 x 1 variant each.
+    assert!(out.contains("128 of 128 cases passed"), "{out}");
+    for dtype in ["fp16", "bf16"] {
+        // The A column: kernel, shape, dist, A, epilogue...
+        let w4a16 =
+            out.lines().filter(|l| l.starts_with("sm90v2") && l.split_whitespace().nth(3) == Some(dtype)).count();
+        assert_eq!(w4a16, 16, "{dtype}: {out}");
+    }
     assert!(out.contains("alpha 0.375, bias, bf16 out") && out.contains("alpha -2.5 (in GPU memory)"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
 }
@@ -183,10 +187,14 @@ fn w4a16_mode_runs_on_sm90v2_and_is_refused_elsewhere_with_a_reason() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("A fp16 (w4a16)") && out.contains("verify   PASS") && out.contains("bit-exact"), "{out}");
-    for kernel in ["naive", "sm90", "sm100"] {
-        let o = host(&["--shape", "64x72x192", "--mode", "w4a16", "--kernel", kernel, "--emulate"]);
+    let o = host(&["--shape", "64x72x192x2", "--mode", "w4a16-bf16", "--kernel", "sm90v2", "--emulate"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("A bf16 (w4a16)") && out.contains("verify   PASS") && out.contains("bit-exact"), "{out}");
+    for (kernel, mode) in [("naive", "w4a16"), ("sm90", "w4a16-bf16"), ("sm100", "w4a16")] {
+        let o = host(&["--shape", "64x72x192", "--mode", mode, "--kernel", kernel, "--emulate"]);
         assert_eq!(o.status.code(), Some(2), "{kernel}: {}", stdout(&o));
         let err = stderr(&o);
-        assert!(err.contains("--mode w4a16") && err.contains("runs on sm90v2"), "{kernel}: {err}");
+        assert!(err.contains("--mode w4a16 and w4a16-bf16") && err.contains("run on sm90v2"), "{kernel}: {err}");
     }
 }

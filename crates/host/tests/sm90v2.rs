@@ -77,7 +77,12 @@ fn decode_tiles_match_the_reference_under_emulation() {
 /// W4A16 (fp16 A) on `shape`, through the first epilogue variant when `variant`: bit-exact
 /// against the exact reference, every element written.
 fn check_w4a16(shape: &str, variant: bool, seed: u64) {
-    let mut p = host::generate::generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, seed);
+    check_w4a16_in(shape, variant, seed, nvfp4::operand::AFormat::F16);
+}
+
+/// [`check_w4a16`] with activations in `format` (fp16 or bf16).
+fn check_w4a16_in(shape: &str, variant: bool, seed: u64, format: nvfp4::operand::AFormat) {
+    let mut p = host::generate::generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, seed, format);
     if variant {
         p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
     }
@@ -176,5 +181,17 @@ fn w4a16_fp16_activations_match_the_reference_under_emulation() {
         [("65x77x128", false), ("33x130x80x2", false), ("100x260x4096", true), ("129x72x1104", false)]
     {
         check_w4a16(shape, variant, 9);
+    }
+}
+
+/// W4A16 with bf16 activations: the weights dequantized to fp16 and converted to bf16
+/// (exact), bf16 wgmmas, bit-exact against the exact reference: tails in M and N, L = 2,
+/// K % 64 = 16, split K with an epilogue variant, and decode tiles (split K over 16).
+#[test]
+fn w4a16_bf16_activations_match_the_reference_under_emulation() {
+    for (shape, variant) in
+        [("65x77x128", false), ("33x130x80x2", false), ("100x260x4096", true), ("5x260x4096", false)]
+    {
+        check_w4a16_in(shape, variant, 11, nvfp4::operand::AFormat::Bf16);
     }
 }

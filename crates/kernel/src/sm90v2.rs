@@ -87,6 +87,11 @@
 //! weights, their conversion and the ring are the same; every launch has a decode entry
 //! point ([`entries`]).
 //!
+//! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
+//! only lays them out in the same images; the weights are dequantized as above, and with
+//! bf16 activations each fp16 pair is converted to bf16 (exact) for `wgmma ... .bf16.bf16`
+//! ([`Element`]): a second copy of the consumer loop, chosen once per CTA.
+//!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
 //! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
 //!
@@ -296,11 +301,11 @@ pub trait Rows: Copy {
     /// One m64 block's fp32 accumulators per thread: 64 x ROWS / 128.
     type Acc: Copy;
     const ZERO: Self::Acc;
-    /// `wgmma.mma_async m64nROWSk16` (RS) into `acc`.
+    /// `wgmma.mma_async m64nROWSk16` (RS) on `E` operands into `acc`.
     ///
     /// # Safety
     /// As [`wgmma::mma_async_rs_m64n128`].
-    unsafe fn mma(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
+    unsafe fn mma<E: Element>(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
     /// [`wgmma::fence_operand`] on `acc`.
     fn fence_operand(acc: &mut Self::Acc);
     /// Stores block `b`'s accumulators through the epilogue (unrolled: a runtime index
@@ -308,6 +313,43 @@ pub trait Rows: Copy {
     fn store(place: &Place, b: u32, acc: &Self::Acc);
     /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled).
     fn store_partial(partial: u64, b: u32, ctid: u32, acc: &Self::Acc);
+}
+
+/// The 16-bit type the tensor cores multiply: the activations' type (fp16 for NVFP4 A,
+/// whose prologue dequantizes it to fp16, and for fp16 W4A16; bf16 for bf16 W4A16). The
+/// weights are dequantized to fp16 and then converted to it.
+pub trait Element: Copy {
+    /// bf16 operands (`wgmma ... .bf16.bf16`) rather than fp16.
+    const BF16: bool;
+    /// An fp16 pair of dequantized weights, as a pair of this type. Every weight is
+    /// e2m1 · e4m3: zero or a normal fp16 with at most 6 significant bits, so bf16 (8
+    /// significant bits, fp32's exponent range) holds it exactly too.
+    fn from_f16x2(pair: u32) -> u32;
+}
+
+/// fp16 operands.
+#[derive(Clone, Copy, Debug)]
+pub struct F16;
+/// bf16 operands (bf16 W4A16).
+#[derive(Clone, Copy, Debug)]
+pub struct Bf16;
+
+impl Element for F16 {
+    const BF16: bool = false;
+    #[inline(always)]
+    fn from_f16x2(pair: u32) -> u32 {
+        pair
+    }
+}
+
+impl Element for Bf16 {
+    const BF16: bool = true;
+    /// Through f32, both conversions exact (three instructions per pair: the price of
+    /// bf16 activations, measured in docs/perf-notes.md).
+    #[inline(always)]
+    fn from_f16x2(pair: u32) -> u32 {
+        cvt::bf16x2_from_f32(cvt::f32_from_f16((pair >> 16) as u16), cvt::f32_from_f16(pair as u16))
+    }
 }
 
 /// 128-row tiles.
@@ -322,9 +364,14 @@ impl Rows for Prefill {
     type Acc = [f32; 64];
     const ZERO: [f32; 64] = [0.0; 64];
     #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 64], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+    unsafe fn mma<E: Element>(acc: &mut [f32; 64], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
         // SAFETY: forwarded from the caller.
-        unsafe { wgmma::mma_async_rs_m64n128(acc, a, b, accumulate) }
+        unsafe {
+            match E::BF16 {
+                true => wgmma::mma_async_rs_bf16_m64n128(acc, a, b, accumulate),
+                false => wgmma::mma_async_rs_m64n128(acc, a, b, accumulate),
+            }
+        }
     }
     #[inline(always)]
     fn fence_operand(acc: &mut [f32; 64]) {
@@ -353,9 +400,14 @@ impl Rows for Decode {
     type Acc = [f32; 8];
     const ZERO: [f32; 8] = [0.0; 8];
     #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 8], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+    unsafe fn mma<E: Element>(acc: &mut [f32; 8], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
         // SAFETY: forwarded from the caller.
-        unsafe { wgmma::mma_async_rs_m64n16(acc, a, b, accumulate) }
+        unsafe {
+            match E::BF16 {
+                true => wgmma::mma_async_rs_bf16_m64n16(acc, a, b, accumulate),
+                false => wgmma::mma_async_rs_m64n16(acc, a, b, accumulate),
+            }
+        }
     }
     #[inline(always)]
     fn fence_operand(acc: &mut [f32; 8]) {
@@ -642,8 +694,8 @@ pub fn prepare<R: Rows>(args: &GemmArgs) {
     let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
     let m = m_tile * R::ROWS + r;
     let dst = p.image(l, m_tile, kb);
-    if args.a_format == AFormat::F16.code() {
-        prepare_f16_row(args, dst, m, kb, l, r, t);
+    if args.a_format != AFormat::Nvfp4.code() {
+        prepare_16bit_row(args, dst, m, kb, l, r, t);
         return;
     }
 
@@ -673,15 +725,16 @@ fn store_pair(image: u64, r: u32, t: u32, i: u32, pair: u32) {
     memory::st_global_b32(image + offset as u64, pair);
 }
 
-/// W4A16: A is fp16 `[L][M][K]`, already the values the image holds, so the prologue only
-/// lays them out: thread t of row r reads its 16 values (32 bytes, two 16-byte loads) and
-/// stores them as the pairs H[i] the weight fragments imply, pair 4q + kind of word q
-/// (values 8q..8q+7) being (k0,k2), (k4,k6), (k1,k3), (k5,k7) with the first in the low
-/// half, exactly as `pair` orders converted e2m1 values. Past M or past K: zeros.
+/// W4A16: A is fp16 or bf16 `[L][M][K]`, already the values the image holds, so the
+/// prologue only lays them out (the bits, whatever their type): thread t of row r reads
+/// its 16 values (32 bytes, two 16-byte loads) and stores them as the pairs H[i] the
+/// weight fragments imply, pair 4q + kind of word q (values 8q..8q+7) being (k0,k2),
+/// (k4,k6), (k1,k3), (k5,k7) with the first in the low half, exactly as `pair` orders
+/// converted e2m1 values. Past M or past K: zeros.
 #[inline(always)]
-fn prepare_f16_row(args: &GemmArgs, image: u64, m: u32, kb: u32, l: u32, r: u32, t: u32) {
+fn prepare_16bit_row(args: &GemmArgs, image: u64, m: u32, kb: u32, l: u32, r: u32, t: u32) {
     let first = kb * BLOCK_K + t * SF_VECTOR; // this thread's first value of the row
-    let mut v = [0u32; 2 * 4]; // the 16 fp16 values, two per word (even value low)
+    let mut v = [0u32; 2 * 4]; // the 16 values, two per word (even value low)
     if m < args.m && first < args.k {
         let row = args.a + (l as u64 * args.m as u64 + m as u64) * args.k as u64 * F16_BYTES as u64;
         let lo = memory::ld_global_cg_v4_b32(row + (first * F16_BYTES) as u64);
@@ -732,7 +785,13 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
     //    serializes them).
     let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
-    consumer::<R>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    // bf16 activations take bf16 weights and bf16 wgmmas: the whole loop is a second copy
+    // (the branch is on a kernel parameter, the same in every thread).
+    if args.a_format == AFormat::Bf16.code() {
+        consumer::<R, Bf16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    } else {
+        consumer::<R, F16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    }
 }
 
 /// The producer's one action: copy stage `kb`'s activation image into `slot` with one
@@ -825,7 +884,7 @@ impl OwnRows {
 // `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
 // the lints fire on the expansion, not on anything to simplify.
 #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::absurd_extreme_comparisons)]
-fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
     let own = OwnRows::new(c, w, g, t);
@@ -891,7 +950,8 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
                         h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
                         h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
                         h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
-                    ];
+                    ]
+                    .map(E::from_f16x2);
                 });
                 // The fragments were just written: order that before the wgmmas read them.
                 wgmma::fence();
@@ -901,8 +961,8 @@ fn consumer<R: Rows>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) 
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
                 // this group, and the slot is not released before then.
                 unsafe {
-                    R::mma(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
-                    R::mma(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
+                    R::mma::<E>(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
+                    R::mma::<E>(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
                 }
                 wgmma::commit_group();
                 if J + 1 < STEPS {

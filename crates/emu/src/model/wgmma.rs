@@ -203,11 +203,33 @@ pub fn valid_n(n: u32) -> bool {
     (8..=256).contains(&n) && n.is_multiple_of(8)
 }
 
+/// The 16-bit input type of a `wgmma.mma_async ... .m64nNk16.f32.{f16,bf16}.{f16,bf16}`:
+/// both operands have it (PTX ISA §9.7.15.2, "Matrix Data-types").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Inputs {
+    #[default]
+    F16,
+    Bf16,
+}
+
+impl Inputs {
+    /// The value of one input's bits (exact: both types widen to f32 exactly).
+    pub fn value(self, bits: u16) -> f32 {
+        match self {
+            Inputs::F16 => f16_to_f32(bits),
+            Inputs::Bf16 => f32::from_bits((bits as u32) << 16),
+        }
+    }
+}
+
 /// The arithmetic of `wgmma.mma_async ... .m64nNk16.f32.f16.f16` (PTX ISA §9.7.15.5.2
 /// "wgmma.mma_async"): `D = A·B + D` when `accumulate` (the `scale-d` predicate is true),
 /// `D = A·B` otherwise (input D ignored). `negate_a` / `negate_b` are `imm-scale-a/b = -1`.
 ///
-/// `a`: 64×16 f16 bits, row-major (m, k). `b`: n×16 f16 bits, row j = output column j, (j, k).
+/// and of its bf16 form (`.f32.bf16.bf16`, `inputs` = [`Inputs::Bf16`]: the same sum; a
+/// bf16·bf16 product, 16 significant bits, is just as exact in f64).
+///
+/// `a`: 64×16 input bits, row-major (m, k). `b`: n×16 input bits, row j = output column j, (j, k).
 /// `d`: 64×n f32, row-major. Errors on an illegal `n` or wrong slice lengths (nothing written).
 ///
 /// Numerics — the model's choice, documented because the hardware's is not: each f16·f16
@@ -223,7 +245,9 @@ pub fn valid_n(n: u32) -> bool {
 /// Specials follow IEEE arithmetic in f64: NaN · x = NaN, ∞ · 0 = NaN, ∞ − ∞ = NaN; a NaN
 /// result is stored as the canonical f32 NaN 0x7FFF_FFFF. The sign of an exact zero result
 /// follows IEEE addition (−0 only if every term is −0).
-pub fn mma_f16_f32(
+#[allow(clippy::too_many_arguments)] // the instruction's operands
+pub fn mma_f32(
+    inputs: Inputs,
     n: usize,
     a: &[u16],
     b: &[u16],
@@ -243,8 +267,8 @@ pub fn mma_f16_f32(
         }
     }
     let sign = if negate_a != negate_b { -1.0 } else { 1.0 };
-    let a: Vec<f64> = a.iter().map(|&h| f64::from(f16_to_f32(h))).collect();
-    let b: Vec<f64> = b.iter().map(|&h| f64::from(f16_to_f32(h))).collect();
+    let a: Vec<f64> = a.iter().map(|&h| f64::from(inputs.value(h))).collect();
+    let b: Vec<f64> = b.iter().map(|&h| f64::from(inputs.value(h))).collect();
     for (m, d_row) in d.chunks_exact_mut(n).enumerate() {
         let a_row = &a[m * K..(m + 1) * K];
         for (dst, b_row) in d_row.iter_mut().zip(b.chunks_exact(K)) {
@@ -439,19 +463,19 @@ mod tests {
         let bv = |j: usize, k: usize| (j * 16 + k) as f32 - 100.0;
         let b: Vec<u16> = (0..n * 16).map(|i| f16(bv(i / 16, i % 16))).collect();
         let mut d = vec![f32::NAN; 64 * n];
-        mma_f16_f32(n, &a, &b, &mut d, false, false, false).unwrap();
+        mma_f32(Inputs::F16, n, &a, &b, &mut d, false, false, false).unwrap();
         for m in 0..64 {
             for j in 0..n {
                 assert_eq!(d[m * n + j], bv(j, m % 16), "m {m} j {j}");
             }
         }
         // Accumulate adds onto D; negating both operands changes nothing.
-        mma_f16_f32(n, &a, &b, &mut d, true, true, true).unwrap();
+        mma_f32(Inputs::F16, n, &a, &b, &mut d, true, true, true).unwrap();
         assert_eq!(d[3 * n + 5], 2.0 * bv(5, 3));
         // Negating one operand subtracts.
-        mma_f16_f32(n, &a, &b, &mut d, true, true, false).unwrap();
+        mma_f32(Inputs::F16, n, &a, &b, &mut d, true, true, false).unwrap();
         assert_eq!(d[3 * n + 5], bv(5, 3));
-        mma_f16_f32(n, &a, &b, &mut d, false, false, true).unwrap();
+        mma_f32(Inputs::F16, n, &a, &b, &mut d, false, false, true).unwrap();
         assert_eq!(d[3 * n + 5], -bv(5, 3));
     }
 
@@ -470,13 +494,27 @@ mod tests {
         let a: Vec<u16> = ai.iter().map(|&x| f16(x as f32)).collect();
         let b: Vec<u16> = bi.iter().map(|&x| f16(x as f32)).collect();
         let mut d: Vec<f32> = di.iter().map(|&x| x as f32).collect();
-        mma_f16_f32(n, &a, &b, &mut d, true, false, true).unwrap();
+        mma_f32(Inputs::F16, n, &a, &b, &mut d, true, false, true).unwrap();
         for m in 0..64 {
             for j in 0..n {
                 let dot: i32 = (0..16).map(|k| ai[m * 16 + k] * bi[j * 16 + k]).sum();
                 assert_eq!(d[m * n + j], (di[m * n + j] - dot) as f32, "m {m} j {j}");
             }
         }
+    }
+
+    #[test]
+    fn bf16_inputs_are_read_as_bf16() {
+        // bf16 holds 2^100 and 3 * 2^-100, far outside fp16: one product 3 * 2^0 = 3, and
+        // 1.5 * 1.5 at k = 1; the same bits read as fp16 would be other values entirely.
+        let bf16 = |x: f32| (x.to_bits() >> 16) as u16;
+        let (a, b) = one_term(&[(0, bf16(2f32.powi(100)), bf16(3.0 * 2f32.powi(-100))), (1, bf16(1.5), bf16(1.5))]);
+        let mut d = vec![0f32; 64 * 8];
+        mma_f32(Inputs::Bf16, 8, &a, &b, &mut d, false, false, false).unwrap();
+        assert_eq!(d[0], 3.0 + 2.25);
+        assert_eq!(Inputs::Bf16.value(bf16(-0.375)), -0.375);
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, false).unwrap();
+        assert_ne!(d[0], 3.0 + 2.25);
     }
 
     /// A, B with one nonzero entry (row 0 / column 0, at `k`) each, for single-element checks.
@@ -495,12 +533,12 @@ mod tests {
         // above the tie, so the model gives 1 + 2^-23. Rounding after each addition would give 1.
         let (a, b) = one_term(&[(0, 0x0001, 0x3C00), (1, 0x0010, 0x0010)]);
         let mut d = vec![1.0f32; 64 * 8];
-        mma_f16_f32(8, &a, &b, &mut d, true, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, true, false, false).unwrap();
         assert_eq!(d[0], 1.0 + 2f32.powi(-23));
         assert_eq!(d[1], 1.0); // other entries: 1 + 0
         // Subnormal inputs are exact: 2^-24 · 1 = 2^-24.
         let (a, b) = one_term(&[(5, 0x0001, 0x3C00)]);
-        mma_f16_f32(8, &a, &b, &mut d, false, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, false).unwrap();
         assert_eq!(d[0], 2f32.powi(-24));
     }
 
@@ -509,26 +547,26 @@ mod tests {
         // ∞ · 0 → canonical NaN; ∞ · 1 → ∞; NaN input → canonical NaN.
         let (a, b) = one_term(&[(0, 0x7C00, 0x0000)]);
         let mut d = vec![0.0f32; 64 * 8];
-        mma_f16_f32(8, &a, &b, &mut d, false, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, false).unwrap();
         assert_eq!(d[0].to_bits(), 0x7FFF_FFFF);
         let (a, b) = one_term(&[(0, 0x7C00, 0x3C00)]);
-        mma_f16_f32(8, &a, &b, &mut d, false, false, true).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, true).unwrap();
         assert_eq!(d[0], f32::NEG_INFINITY);
         let (a, b) = one_term(&[(0, 0x7C00, 0x3C00), (1, 0xFC00, 0x3C00)]);
-        mma_f16_f32(8, &a, &b, &mut d, false, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, false).unwrap();
         assert_eq!(d[0].to_bits(), 0x7FFF_FFFF); // ∞ - ∞
         d[0] = f32::from_bits(0xFFC0_0001);
-        mma_f16_f32(8, &one_term(&[]).0, &one_term(&[]).1, &mut d, true, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &one_term(&[]).0, &one_term(&[]).1, &mut d, true, false, false).unwrap();
         assert_eq!(d[0].to_bits(), 0x7FFF_FFFF); // NaN D propagates, canonicalized
         // Zero signs: all products +0 and no accumulate → +0; all −0 → −0.
         let (a, b) = one_term(&[]);
-        mma_f16_f32(8, &a, &b, &mut d, false, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, false, false).unwrap();
         assert_eq!(d[0].to_bits(), 0);
-        mma_f16_f32(8, &a, &b, &mut d, false, true, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, false, true, false).unwrap();
         assert_eq!(d[0].to_bits(), 0x8000_0000);
         // Accumulating +0 products onto D = −0 gives +0 (IEEE: −0 + +0 = +0).
         d[0] = -0.0;
-        mma_f16_f32(8, &a, &b, &mut d, true, false, false).unwrap();
+        mma_f32(Inputs::F16, 8, &a, &b, &mut d, true, false, false).unwrap();
         assert_eq!(d[0].to_bits(), 0);
     }
 
@@ -536,9 +574,9 @@ mod tests {
     fn shape_and_length_errors() {
         let (a, b) = one_term(&[]);
         let mut d = vec![0.0f32; 64 * 8];
-        assert!(mma_f16_f32(12, &a, &b, &mut d, false, false, false).unwrap_err().contains("N = 12"));
-        assert!(mma_f16_f32(8, &a[1..], &b, &mut d, false, false, false).unwrap_err().contains("A has"));
-        assert!(mma_f16_f32(8, &a, &b[1..], &mut d, false, false, false).unwrap_err().contains("B has"));
-        assert!(mma_f16_f32(8, &a, &b, &mut d[1..], false, false, false).unwrap_err().contains("D has"));
+        assert!(mma_f32(Inputs::F16, 12, &a, &b, &mut d, false, false, false).unwrap_err().contains("N = 12"));
+        assert!(mma_f32(Inputs::F16, 8, &a[1..], &b, &mut d, false, false, false).unwrap_err().contains("A has"));
+        assert!(mma_f32(Inputs::F16, 8, &a, &b[1..], &mut d, false, false, false).unwrap_err().contains("B has"));
+        assert!(mma_f32(Inputs::F16, 8, &a, &b, &mut d[1..], false, false, false).unwrap_err().contains("D has"));
     }
 }

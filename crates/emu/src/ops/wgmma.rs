@@ -12,7 +12,7 @@
 
 use super::exec;
 use crate::cta::{Scope, WARPGROUP};
-use crate::model::wgmma::{a_frag_coord, acc_coord, decode_desc, mma_f16_f32, valid_n};
+use crate::model::wgmma::{Inputs, a_frag_coord, acc_coord, decode_desc, mma_f32, valid_n};
 use crate::race;
 use crate::report::{ErrorKind, Loc};
 use crate::units::wgmma::{MmaOp, OperandA, Shadow, WarpgroupMmas};
@@ -73,9 +73,11 @@ pub struct MmaArgs {
     pub negate_b: bool,
     /// A from registers (RS) instead of shared memory (SS).
     pub a_in_registers: bool,
+    /// The type of both operands (`.f16` or `.bf16`).
+    pub inputs: Inputs,
 }
 
-/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16` (SS or RS).
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}` (SS or RS).
 ///
 /// # Safety
 /// `args.accumulators` must point to `n / 2` f32 registers of the calling thread (and,
@@ -89,7 +91,7 @@ pub unsafe fn mma_async(args: MmaArgs) {
     }
     let r = members(&ex);
     let (ex, (wg, members)) = ex.check(r);
-    let shape = (args.n, args.accumulate, args.negate_a, args.negate_b, args.a_in_registers);
+    let shape = (args.n, args.accumulate, args.negate_a, args.negate_b, args.a_in_registers, args.inputs);
     let operands = MmaOperands { a: args.a, desc_b: args.desc_b, accumulators: args.accumulators as usize, shape };
     let (ex, ()) = ex.collective(Scope::Warpgroup(wg), members, operands, |ex, members, inputs, _: &mut [()]| {
         issue(ex, wg, members, inputs, args)
@@ -106,7 +108,7 @@ struct MmaOperands {
     /// The address of the thread's accumulator registers.
     accumulators: usize,
     /// N, scale-d, negate-A, negate-B and the RS form: uniform in the warpgroup.
-    shape: (u32, bool, bool, bool, bool),
+    shape: (u32, bool, bool, bool, bool, Inputs),
 }
 
 fn issue(
@@ -214,6 +216,7 @@ fn issue(
         accumulate: args.accumulate,
         negate_a: args.negate_a,
         negate_b: args.negate_b,
+        inputs: args.inputs,
         members: members.to_vec(),
         accumulators,
         loc: ex.loc,
@@ -334,7 +337,8 @@ fn complete(ex: &mut super::Exec, wg: u32, op: MmaOp) -> Result<(), (ErrorKind, 
             d[row as usize * n + col as usize] = value;
         }
     }
-    mma_f16_f32(n, &a, &b, &mut d, op.accumulate, op.negate_a, op.negate_b).map_err(|m| (ErrorKind::Wgmma, m))?;
+    mma_f32(op.inputs, n, &a, &b, &mut d, op.accumulate, op.negate_a, op.negate_b)
+        .map_err(|m| (ErrorKind::Wgmma, m))?;
     for (t, (&m, &ptr)) in op.members.iter().zip(&op.accumulators).enumerate() {
         let shadow = state.shadows.get_mut(&(m, ptr)).expect("shadow exists while in flight");
         for (v, value) in shadow.values.iter_mut().enumerate() {

@@ -25,6 +25,7 @@ pub(crate) struct MmaOp {
     pub accumulate: bool,
     pub negate_a: bool,
     pub negate_b: bool,
+    pub inputs: crate::model::wgmma::Inputs,
     pub members: Vec<u32>,
     pub accumulators: Vec<usize>,
     pub loc: Loc,

@@ -137,6 +137,7 @@ macro_rules! mma_async_ss {
                     negate_a: false,
                     negate_b: false,
                     a_in_registers: false,
+                    inputs: emu::model::wgmma::Inputs::F16,
                 })
             }
         }
@@ -156,14 +157,15 @@ mma_async_ss!(
 );
 
 macro_rules! mma_async_rs {
-    ($(#[$doc:meta])* $name:ident, $n:literal, $regs:literal, [$($i:literal)*]) => {
+    ($(#[$doc:meta])* $name:ident, $n:literal, $ty:literal, $inputs:ident, $regs:literal, [$($i:literal)*]) => {
         $(#[$doc])*
         ///
-        /// The RS form: A comes from registers, four `.b32` per thread holding eight fp16
-        /// (thread `tid` of the warpgroup, `w = tid/32`, `g = lane/4`, `t = lane%4`:
-        /// `a[0]` = row 16w+g, k 2t..2t+1; `a[1]` = row 16w+g+8, same k; `a[2]`, `a[3]` the
-        /// same rows at k 2t+8..2t+9; the lower k in the low half). B is a K-major fp16
-        /// tile in shared memory described by `b`, identical in all 128 threads.
+        /// The RS form: A comes from registers, four `.b32` per thread holding eight 16-bit
+        /// values, fp16 or bf16 as the name says (thread `tid` of the warpgroup, `w =
+        /// tid/32`, `g = lane/4`, `t = lane%4`: `a[0]` = row 16w+g, k 2t..2t+1; `a[1]` = row
+        /// 16w+g+8, same k; `a[2]`, `a[3]` the same rows at k 2t+8..2t+9; the lower k in the
+        /// low half; the same layout for both types). B is a K-major tile of the same type
+        /// in shared memory described by `b`, identical in all 128 threads.
         /// `accumulate` as in the SS form.
         ///
         /// # Safety
@@ -180,7 +182,7 @@ macro_rules! mma_async_rs {
                     ".reg .pred p;",
                     "setp.ne.b32 p, {sd}, 0;",
                     concat!(
-                        "wgmma.mma_async.sync.aligned.m64n", stringify!($n), "k16.f32.f16.f16 {{",
+                        "wgmma.mma_async.sync.aligned.m64n", stringify!($n), "k16.f32.", $ty, ".", $ty, " {{",
                         super::operand_list!($($i)*),
                         "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, 0;"
                     ),
@@ -207,6 +209,7 @@ macro_rules! mma_async_rs {
                     negate_a: false,
                     negate_b: false,
                     a_in_registers: true,
+                    inputs: emu::model::wgmma::Inputs::$inputs,
                 })
             }
         }
@@ -217,19 +220,31 @@ mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — D[64x16] (+)= A[64x16] · B[16x16]^T, A from registers, f32 accumulators, 8 per
     /// thread.
-    mma_async_rs_m64n16, 16, 8, [0 1 2 3 4 5 6 7]
+    mma_async_rs_m64n16, 16, "f16", F16, 8, [0 1 2 3 4 5 6 7]
 );
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — D[64x64] (+)= A[64x16] · B[64x16]^T, A from registers, f32 accumulators, 32 per
     /// thread.
-    mma_async_rs_m64n64, 64, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+    mma_async_rs_m64n64, 64, "f16", F16, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
 );
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — D[64x128] (+)= A[64x16] · B[128x16]^T, A from registers, f32 accumulators, 64
     /// per thread.
-    mma_async_rs_m64n128, 128, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+    mma_async_rs_m64n128, 128, "f16", F16, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+);
+
+mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — as [`mma_async_rs_m64n16`] with bf16 operands (the same fragment layouts).
+    mma_async_rs_bf16_m64n16, 16, "bf16", Bf16, 8, [0 1 2 3 4 5 6 7]
+);
+
+mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {d0..d63}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — as [`mma_async_rs_m64n128`] with bf16 operands (the same fragment layouts).
+    mma_async_rs_bf16_m64n128, 128, "bf16", Bf16, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
