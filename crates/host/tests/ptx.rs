@@ -151,23 +151,28 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    for (name, wgmma) in [
-        ("nvfp4_gemm_sm90v2", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
-        ("nvfp4_gemm_sm90v2_decode", "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16"),
-    ] {
+    for (name, n) in [("nvfp4_gemm_sm90v2", 128), ("nvfp4_gemm_sm90v2_decode", 16)] {
         let body = entry(name);
-        assert!(body.contains(wgmma), "{name} lacks `{wgmma}`");
+        // fp16 operands, and bf16 for bf16 activations (W4A16).
+        for ty in ["f16", "bf16"] {
+            let wgmma = format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}");
+            assert!(body.contains(&wgmma), "{name} lacks `{wgmma}`");
+        }
+        assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
         gemm_instructions(name, body);
     }
-    for (prepare, reduce) in
-        [("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce"), ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce")]
-    {
+    // The reduce: prefill tiles load each split's partial in turn (`.cg`), decode tiles
+    // all 16 at once with weak loads.
+    for (prepare, reduce, load) in [
+        ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", "ld.global.cg.v4.b32"),
+        ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", "ld.global.v4.b32"),
+    ] {
         let (prepare, reduce) = (entry(prepare), entry(reduce));
         assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
         // Programmatic dependent launch: the prologue lets the GEMM be scheduled early,
         // the reduce waits for the GEMM before reading its partials.
         assert!(prepare.contains("griddepcontrol.launch_dependents"));
-        assert!(reduce.contains("ld.global.cg.v4.b32") && reduce.contains("griddepcontrol.wait"));
+        assert!(reduce.contains(load) && reduce.contains("griddepcontrol.wait"), "{load}");
     }
 }
 

@@ -1104,6 +1104,7 @@ impl Place {
 
 /// Threads of a [`reduce`] CTA.
 const REDUCE_THREADS: u32 = 256;
+const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16 splits");
 const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
 /// The reduce launch: one thread per partial quad of every split tile.
@@ -1128,19 +1129,49 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
-    let mut sum = [0f32; 4];
-    for split in 0..p.splits {
-        let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
-        seq_macro::seq!(E in 0..4 {
-            sum[E] += f32::from_bits(v[E]);
-        });
-    }
+    let sum = if R::ROWS == Decode::ROWS {
+        sum_unrolled(&p, index, bq, ctid)
+    } else {
+        // Prefill tiles: 4-8 splits and hundreds of CTAs keep enough loads in flight.
+        let mut sum = [0f32; 4];
+        for split in 0..p.splits {
+            let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
+            seq_macro::seq!(E in 0..4 {
+                sum[E] += f32::from_bits(v[E]);
+            });
+        }
+        sum
+    };
     let place = Place::new(&p, l, m_tile, n_tile * BLOCK_N, ctid);
     let (b, q) = (bq / quads(R::ROWS), bq % quads(R::ROWS));
     // Unrolled: a runtime index would put `sum` in local memory.
     seq_macro::seq!(E in 0..4 {
         place.store(b, 4 * q + E, sum[E]);
     });
+}
+
+/// The split-order sum of one quad of a decode tile's partials, every split's quad loaded
+/// before the first add, with weak loads and no branch: decode tiles split 9-16 ways over
+/// only ~100 reduce CTAs, and one load after another (the loop prefill tiles use) left
+/// each thread waiting out the L2 latency once per split. Slots past the last split re-read
+/// it (an L1 hit) and add +0.0, which changes no sum (it starts at +0.0, so it is never
+/// -0.0). On prefill tiles the 4-12 re-reads cost more than the overlap gains (an H100 run,
+/// docs/perf-notes.md, session 12).
+#[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
+    let mut parts = [[0u32; 4]; MAX_DECODE_SPLITS as usize];
+    seq_macro::seq!(S in 0..16 {
+        let v = memory::ld_global_v4_b32(p.partial(index, p.splits.min(S + 1) - 1) + partial_offset(bq, ctid));
+        parts[S] = if S < p.splits { v } else { [0; 4] };
+    });
+    let mut sum = [0f32; 4];
+    seq_macro::seq!(S in 0..16 {
+        seq_macro::seq!(E in 0..4 {
+            sum[E] += f32::from_bits(parts[S][E]);
+        });
+    });
+    sum
 }
 
 /// The entry points of the launches for M: (prologue, GEMM, reduce).
