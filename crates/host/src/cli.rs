@@ -306,7 +306,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         if args.verify == VerifyMode::Gpu {
             return Err(Error::Usage("--verify gpu needs a GPU; under --emulate use --verify cpu".into()));
         }
-        let kernel = args.kernel.resolve(None);
+        let kernel = args.kernel.resolve_for(None, problem.a_format);
         check_mode(kernel, problem.a_format)?;
         let run = emulate::run(&problem, kernel)?;
         let verification =
@@ -327,7 +327,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         (report, run.c)
     } else {
         let gpu = Gpu::open(args.device)?;
-        let kernel = args.kernel.resolve(Some(gpu.info.compute_capability));
+        let kernel = args.kernel.resolve_for(Some(gpu.info.compute_capability), problem.a_format);
         check_mode(kernel, problem.a_format)?;
         if args.verify == VerifyMode::Gpu && (kernel == Kernel::Naive || problem.a_format.is_16bit()) {
             return Err(Error::Usage(

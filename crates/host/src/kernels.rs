@@ -286,6 +286,17 @@ impl KernelChoice {
             }
         }
     }
+
+    /// [`KernelChoice::resolve`] for A in `format`: `auto` picks the most capable kernel
+    /// that runs here and takes it (under the emulator, W4A16 runs on sm90v2); when none
+    /// does (W4A16 on a B200), what `resolve` picks, which then refuses it with the reason.
+    pub fn resolve_for(self, cc: Option<(u32, u32)>, format: nvfp4::operand::AFormat) -> Kernel {
+        let takes = |k: &Kernel| k.takes(format) && cc.is_none_or(|cc| k.runs_on(cc));
+        match self {
+            KernelChoice::Auto => Kernel::ALL.iter().rev().copied().find(takes).unwrap_or_else(|| self.resolve(cc)),
+            _ => self.resolve(cc),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -329,6 +340,13 @@ mod tests {
         assert_eq!(KernelChoice::Auto.resolve(Some((12, 0))), Kernel::Naive);
         assert_eq!(KernelChoice::Auto.resolve(None), Kernel::Sm100, "the emulator runs everything");
         assert_eq!(KernelChoice::Naive.resolve(Some((9, 0))), Kernel::Naive);
+        // With 16-bit activations: the most capable kernel that takes them.
+        use nvfp4::operand::AFormat;
+        assert_eq!(KernelChoice::Auto.resolve_for(None, AFormat::Bf16), Kernel::Sm90v2);
+        assert_eq!(KernelChoice::Auto.resolve_for(None, AFormat::Nvfp4), Kernel::Sm100);
+        assert_eq!(KernelChoice::Auto.resolve_for(Some((9, 0)), AFormat::F16), Kernel::Sm90v2);
+        assert_eq!(KernelChoice::Auto.resolve_for(Some((10, 0)), AFormat::F16), Kernel::Sm100, "refused later");
+        assert_eq!(KernelChoice::Sm90.resolve_for(None, AFormat::F16), Kernel::Sm90, "an explicit choice stays");
     }
 
     #[test]

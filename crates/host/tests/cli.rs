@@ -187,10 +187,12 @@ fn w4a16_mode_runs_on_sm90v2_and_is_refused_elsewhere_with_a_reason() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("A fp16 (w4a16)") && out.contains("verify   PASS") && out.contains("bit-exact"), "{out}");
-    let o = host(&["--shape", "64x72x192x2", "--mode", "w4a16-bf16", "--kernel", "sm90v2", "--emulate"]);
+    // `--kernel auto` (the default) picks a kernel that takes the mode: sm90v2.
+    let o = host(&["--shape", "64x72x192x2", "--mode", "w4a16-bf16", "--emulate"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("A bf16 (w4a16)") && out.contains("verify   PASS") && out.contains("bit-exact"), "{out}");
+    assert!(out.contains("kernel   sm90v2"), "{out}");
     for (kernel, mode) in [("naive", "w4a16"), ("sm90", "w4a16-bf16"), ("sm100", "w4a16")] {
         let o = host(&["--shape", "64x72x192", "--mode", mode, "--kernel", kernel, "--emulate"]);
         assert_eq!(o.status.code(), Some(2), "{kernel}: {}", stdout(&o));
