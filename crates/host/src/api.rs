@@ -120,7 +120,8 @@ impl Gemms {
         // A step may be skipped for some shapes, and sm90v2 has decode (M <= 16) and
         // prefill entry points: these two shapes with a long K have them all.
         let every_step = [1, 256].map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"));
-        for step in every_step.into_iter().flat_map(|shape| kernel.steps(shape)) {
+        let sms = info.multiprocessors;
+        for step in every_step.into_iter().flat_map(|shape| kernel.steps(shape, sms)) {
             if functions.iter().any(|(entry, _)| *entry == step.entry) {
                 continue;
             }
@@ -145,11 +146,12 @@ impl Gemms {
         &self.info
     }
 
-    /// Bytes of scratch a call on `shape` needs (0 for most shapes and kernels). It must be
+    /// Bytes of scratch a call on `shape` needs on this GPU (0 for most shapes and kernels;
+    /// sm90v2's split K, and so its partials, follow the GPU's SM count). It must be
     /// zero-filled before its first use; every call leaves it so, so one buffer serves any
     /// number of calls in stream order (not two calls running at once on two streams).
     pub fn workspace_bytes(&self, shape: Shape) -> u64 {
-        self.kernel.workspace_bytes(shape)
+        self.kernel.workspace_bytes(shape, self.info.multiprocessors)
     }
 
     /// Whether the workspace must be zero-filled before its first call (false: any
@@ -178,9 +180,10 @@ impl Gemms {
         epilogue: &Epilogue,
         workspace: u64,
     ) -> Result<()> {
-        let args = kernel_args(self.kernel, ops, shape, epilogue, workspace)?;
+        let sms = self.info.multiprocessors;
+        let args = kernel_args(self.kernel, ops, shape, epilogue, workspace, sms)?;
         self.ctx.bind_to_thread().context("making the GPU's context current")?;
-        for step in self.kernel.steps(shape) {
+        for step in self.kernel.steps(shape, sms) {
             let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `load`").1;
             // SAFETY: the caller vouches for the addresses and the stream; the parameters
             // are the entry point's, in its order.
@@ -191,13 +194,15 @@ impl Gemms {
     }
 }
 
-/// The arguments of a call of `kernel`, after checking them (see [`Gemms::enqueue`]).
+/// The arguments of a call of `kernel` on a GPU with `sms` SMs, after checking them (see
+/// [`Gemms::enqueue`]).
 pub fn kernel_args(
     kernel: Kernel,
     ops: &Operands,
     shape: Shape,
     epilogue: &Epilogue,
     workspace: u64,
+    sms: u32,
 ) -> Result<GemmArgs> {
     let invalid = |what: String| Err(Error::Invalid(what));
     if !kernel.takes(ops.a_format) {
@@ -220,7 +225,7 @@ pub fn kernel_args(
             ));
         }
     }
-    let needed = kernel.workspace_bytes(shape);
+    let needed = kernel.workspace_bytes(shape, sms);
     if needed > 0 && (workspace == 0 || !workspace.is_multiple_of(OPERAND_ALIGN)) {
         return invalid(format!(
             "{} needs a {OPERAND_ALIGN}-byte aligned, zero-filled workspace of {needed} bytes for {shape}, got address {workspace:#x}",
@@ -256,6 +261,7 @@ pub fn kernel_args(
         bias: epilogue.bias,
         out_dtype: epilogue.out.code(),
         a_format: ops.a_format.code(),
+        sms,
     })
 }
 
@@ -294,6 +300,7 @@ unsafe fn launch(
         param(&mut a.bias),
         param(&mut a.out_dtype),
         param(&mut a.a_format),
+        param(&mut a.sms),
     ];
     // SAFETY: the attribute is plain data; reading the union's field that was written.
     let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
@@ -322,6 +329,8 @@ unsafe fn launch(
 mod tests {
     use super::*;
 
+    const SMS: u32 = crate::kernels::H100_SXM_SMS;
+
     const OPS: Operands =
         Operands { a: 0x1000, b: 0x2000, sfa: 0x3000, sfb: 0x4000, c: 0x5000, a_format: AFormat::Nvfp4 };
 
@@ -330,7 +339,7 @@ mod tests {
     }
 
     fn refused(kernel: Kernel, ops: &Operands, e: &Epilogue, workspace: u64, shape_text: &str) -> String {
-        match kernel_args(kernel, ops, shape(shape_text), e, workspace) {
+        match kernel_args(kernel, ops, shape(shape_text), e, workspace, SMS) {
             Err(Error::Invalid(why)) => why,
             other => panic!("expected a refusal, got {other:?}"),
         }
@@ -339,12 +348,13 @@ mod tests {
     #[test]
     fn arguments_become_the_kernel_parameters() {
         let e = Epilogue { alpha: Alpha::Scalar(0.25), bias: 0x6000, out: OutDtype::Bf16 };
-        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64x2"), &e, 0).unwrap();
+        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64x2"), &e, 0, SMS).unwrap();
         assert_eq!((args.a, args.b, args.sfa, args.sfb, args.c), (0x1000, 0x2000, 0x3000, 0x4000, 0x5000));
         assert_eq!((args.m, args.n, args.k, args.l), (3, 5, 64, 2));
         assert_eq!((args.alpha, args.alpha_ptr, args.bias, args.out_dtype), (0.25, 0, 0x6000, 1));
+        assert_eq!(args.sms, SMS);
         let e = Epilogue { alpha: Alpha::Device(0x7004), ..Epilogue::IDENTITY };
-        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64"), &e, 0).unwrap();
+        let args = kernel_args(Kernel::Naive, &OPS, shape("3x5x64"), &e, 0, SMS).unwrap();
         assert!(args.alpha.is_nan(), "by value NaN when alpha lives in memory");
         assert_eq!((args.alpha_ptr, args.bias, args.out_dtype), (0x7004, 0, 0));
     }
@@ -365,11 +375,11 @@ mod tests {
         let why = refused(Kernel::Naive, &OPS, &Epilogue { bias: 0x6001, ..id }, 0, "3x5x64");
         assert!(why.contains("bias at 0x6001 is not 2-byte aligned"), "{why}");
         // sm90v2 always needs its workspace (the activations' fp16 images).
-        let need = Kernel::Sm90v2.workspace_bytes(shape("128x256x512"));
+        let need = Kernel::Sm90v2.workspace_bytes(shape("128x256x512"), SMS);
         assert!(need > 0);
         let why = refused(Kernel::Sm90v2, &OPS, &id, 0, "128x256x512");
         assert!(why.contains(&format!("zero-filled workspace of {need} bytes")), "{why}");
-        assert!(kernel_args(Kernel::Sm90v2, &OPS, shape("128x256x512"), &id, 0x8000).is_ok());
+        assert!(kernel_args(Kernel::Sm90v2, &OPS, shape("128x256x512"), &id, 0x8000, SMS).is_ok());
         // fp16 activations: sm90v2 only, and SFA may be null there.
         let w4a16 = Operands { a_format: AFormat::F16, sfa: 0, ..OPS };
         let why = refused(Kernel::Sm90, &w4a16, &id, 0, "128x256x512");
@@ -377,7 +387,7 @@ mod tests {
             why.contains("sm90 takes A as NVFP4 only; 16-bit activations (W4A16, fp16 or bf16) run on sm90v2"),
             "{why}"
         );
-        let args = kernel_args(Kernel::Sm90v2, &w4a16, shape("128x256x512"), &id, 0x8000).unwrap();
+        let args = kernel_args(Kernel::Sm90v2, &w4a16, shape("128x256x512"), &id, 0x8000, SMS).unwrap();
         assert_eq!((args.a_format, args.sfa), (1, 0));
     }
 }

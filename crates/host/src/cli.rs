@@ -316,13 +316,12 @@ fn run(args: &RunArgs) -> Result<i32> {
             emulated: true,
             inputs: describe_inputs(args, &problem.epilogue),
             kernel,
-            launch: launch_text(kernel, shape),
             verification,
             timing: None,
             speed: None,
             instructions: Some(run.stats.instructions.clone()),
             emulation_seconds: Some(run.wall.as_secs_f64()),
-            ..base_report(shape, kernel)
+            ..base_report(shape, kernel, kernel.emulated_sms())
         };
         (report, run.c)
     } else {
@@ -356,7 +355,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             verification,
             timing,
             speed,
-            ..base_report(shape, kernel)
+            ..base_report(shape, kernel, gpu.info.multiprocessors)
         };
         (report, c)
     };
@@ -381,7 +380,8 @@ fn run(args: &RunArgs) -> Result<i32> {
     })
 }
 
-fn base_report(shape: Shape, kernel: Kernel) -> RunReport {
+/// The report's fields every run has, for `kernel` on a GPU with `sms` SMs.
+fn base_report(shape: Shape, kernel: Kernel, sms: u32) -> RunReport {
     RunReport {
         device: None,
         emulated: false,
@@ -392,7 +392,7 @@ fn base_report(shape: Shape, kernel: Kernel) -> RunReport {
         l: shape.l,
         inputs: String::new(),
         kernel,
-        launch: launch_text(kernel, shape),
+        launch: launch_text(kernel, shape, sms),
         gflop: shape.flops() / 1e9,
         bytes_read: shape.bytes_read(),
         verification: None,
@@ -403,10 +403,10 @@ fn base_report(shape: Shape, kernel: Kernel) -> RunReport {
     }
 }
 
-fn launch_text(kernel: Kernel, shape: Shape) -> String {
-    let l = kernel.launch(shape);
+fn launch_text(kernel: Kernel, shape: Shape, sms: u32) -> String {
+    let l = kernel.launch(shape, sms);
     format!(
-        "grid {}x{}x{}, {} threads per CTA, {} KiB shared memory",
+        "grid {}x{}x{} for {sms} SMs, {} threads per CTA, {} KiB shared memory",
         l.grid[0],
         l.grid[1],
         l.grid[2],
@@ -715,7 +715,8 @@ fn compare_emulator(args: &SelftestArgs) -> Result<i32> {
                     continue;
                 }
                 let on_gpu = gemm.run(&mut device_problem)?;
-                let emulated = emulate::run(&problem, kernel)?.c;
+                // As on this GPU: its SM count decides the split K, and so the sum order.
+                let emulated = emulate::run_on(&problem, kernel, gpu.info.multiprocessors)?.c;
                 let between = compare(shape, &on_gpu, &emulated);
                 let differing = on_gpu.bits.iter().zip(&emulated.bits).filter(|(a, b)| a != b).count() as u64;
                 let r = EmulatorComparison {

@@ -21,43 +21,53 @@ pub struct EmulatedRun {
 type Body = fn(&GemmArgs);
 
 /// Runs `kernel` on `problem` under emulation: each of its launches in order, on the same
-/// memory (statistics summed over the launches).
+/// memory (statistics summed over the launches), as on the GPU it was tuned on
+/// ([`Kernel::emulated_sms`]).
 pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
-    let steps: Vec<(Launch, Body)> = kernel.steps(problem.shape).iter().map(|s| (s.launch, s.body)).collect();
-    run_steps(problem, &steps)
+    run_on(problem, kernel, kernel.emulated_sms())
 }
 
-/// Workspace every emulated launch gets: the most any kernel asks for the shape.
-fn workspace_bytes(problem: &Problem) -> u64 {
-    Kernel::ALL.iter().map(|k| k.workspace_bytes(problem.shape)).max().unwrap_or(0)
+/// [`run`] as on a GPU with `sms` SMs: the work decomposition a GPU run of that size
+/// uses, so that the two can be compared bit for bit.
+pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun> {
+    let steps: Vec<(Launch, Body)> = kernel.steps(problem.shape, sms).iter().map(|s| (s.launch, s.body)).collect();
+    run_steps(problem, sms, &steps)
+}
+
+/// Workspace every emulated launch gets: the most any kernel asks for the shape on `sms`
+/// SMs.
+fn workspace_bytes(problem: &Problem, sms: u32) -> u64 {
+    Kernel::ALL.iter().map(|k| k.workspace_bytes(problem.shape, sms)).max().unwrap_or(0)
 }
 
 /// Runs any kernel body (for instance a deliberately broken variant in a test) with the
-/// launch geometry `launch`.
-pub fn run_body(problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<EmulatedRun> {
-    run_body_with(problem, launch, &emu::Options::default(), body)
+/// launch geometry `launch`, computed for `sms` SMs (the body gets the same count).
+pub fn run_body(problem: &Problem, sms: u32, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<EmulatedRun> {
+    run_body_with(problem, sms, launch, &emu::Options::default(), body)
 }
 
 /// [`run_body`] with explicit emulator options (a seeded schedule, race detection off, a
 /// synchronisation instruction dropped: see [`crate::faults`]).
 pub fn run_body_with(
     problem: &Problem,
+    sms: u32,
     launch: Launch,
     options: &emu::Options,
     body: impl Fn(&GemmArgs) + Sync,
 ) -> Result<EmulatedRun> {
-    run_steps_with(problem, &[(launch, body)], options)
+    run_steps_with(problem, sms, &[(launch, body)], options)
 }
 
-/// Runs several launches in order on the same memory (a kernel with a prologue, or a
-/// test's variant of one).
-pub fn run_steps<F: Fn(&GemmArgs) + Sync>(problem: &Problem, steps: &[(Launch, F)]) -> Result<EmulatedRun> {
-    run_steps_with(problem, steps, &emu::Options::default())
+/// Runs several launches, computed for `sms` SMs, in order on the same memory (a kernel
+/// with a prologue, or a test's variant of one).
+pub fn run_steps<F: Fn(&GemmArgs) + Sync>(problem: &Problem, sms: u32, steps: &[(Launch, F)]) -> Result<EmulatedRun> {
+    run_steps_with(problem, sms, steps, &emu::Options::default())
 }
 
 /// [`run_steps`] with explicit emulator options.
 pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
     problem: &Problem,
+    sms: u32,
     steps: &[(Launch, F)],
     options: &emu::Options,
 ) -> Result<EmulatedRun> {
@@ -71,7 +81,7 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
         sfa: memory.alloc_from("SFA", &problem.sfa),
         sfb: memory.alloc_from("SFB", &problem.sfb),
         c: memory.alloc_from("C", &poison),
-        workspace: memory.alloc_from("workspace", &vec![0; workspace_bytes(problem) as usize]),
+        workspace: memory.alloc_from("workspace", &vec![0; workspace_bytes(problem, sms) as usize]),
         m: shape.m,
         n: shape.n,
         k: shape.k,
@@ -86,6 +96,7 @@ pub fn run_steps_with<F: Fn(&GemmArgs) + Sync>(
         },
         out_dtype: epilogue.out.code(),
         a_format: problem.a_format.code(),
+        sms,
     };
     let start = Instant::now();
     let mut stats: Option<emu::Stats> = None;

@@ -185,7 +185,7 @@ impl fmt::Display for Campaign {
     }
 }
 
-/// Runs `body` (launched as `launch`) on `problem` as written, then once per droppable
+/// Runs `body` (launched as `launch`, computed for `sms` SMs) on `problem` as written, then once per droppable
 /// site it executed with that site dropped; each run once per [`emu::Schedule`].
 /// `kernel` names it in the table.
 ///
@@ -193,13 +193,19 @@ impl fmt::Display for Campaign {
 /// from [`Distribution::GpuMode`](crate::generate::Distribution), where every partial
 /// sum is exact), or if it executed a synchronisation instruction the emulator cannot
 /// drop (see [`emu::faults::looks_like_sync`]): a fault campaign must not miss one.
-pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&GemmArgs) + Sync) -> Result<Campaign> {
+pub fn campaign(
+    kernel: &str,
+    problem: &Problem,
+    sms: u32,
+    launch: Launch,
+    body: impl Fn(&GemmArgs) + Sync,
+) -> Result<Campaign> {
     let want = reference(problem);
     let mut clean_wall = Duration::ZERO;
     let mut cleans = Vec::new();
     for schedule in emu::Schedule::ALL {
         let options = emu::Options { schedule, ..emu::Options::default() };
-        let clean = emulate::run_body_with(problem, launch, &options, &body)?;
+        let clean = emulate::run_body_with(problem, sms, launch, &options, &body)?;
         let c = compare(problem.shape, &clean.c, &want);
         if !c.bit_exact {
             return Err(Error::Failed(format!(
@@ -237,7 +243,7 @@ pub fn campaign(kernel: &str, problem: &Problem, launch: Launch, body: impl Fn(&
         let mut outcomes = Vec::new();
         for schedule in emu::Schedule::ALL {
             let options = emu::Options { drop: Some(site), schedule, ..emu::Options::default() };
-            let outcome = match emulate::run_body_with(problem, launch, &options, &body) {
+            let outcome = match emulate::run_body_with(problem, sms, launch, &options, &body) {
                 // The emulator failed to drop the site: a bug to fix there, not a catch.
                 Err(Error::Emulator(e)) if e.message.starts_with(emu::faults::UNHONOURED_DROP) => {
                     return Err(Error::Failed(format!("{kernel}: dropping {site}: {e}")));

@@ -104,7 +104,8 @@ impl<'g> Gemm<'g> {
     /// Copies a problem to the GPU (checking it fits first).
     pub fn upload(&self, p: &Problem) -> Result<DeviceProblem> {
         // Scratch: the L2 flush buffer of `time`, and the largest kernel workspace.
-        let workspace = Kernel::ALL.iter().map(|k| k.workspace_bytes(p.shape)).max().unwrap_or(0);
+        let sms = self.gpu.info.multiprocessors;
+        let workspace = Kernel::ALL.iter().map(|k| k.workspace_bytes(p.shape, sms)).max().unwrap_or(0);
         Gemm::check_memory(self.gpu, p.shape, 2 * self.gpu.info.l2_bytes + workspace)?;
         let s = &self.gpu.stream;
         Ok(DeviceProblem {

@@ -121,7 +121,8 @@ pub fn host_bytes_needed(shape: Shape, emulated: bool) -> (u64, String) {
     let inputs = shape.a_bytes() + shape.b_bytes() + shape.sfa_bytes() + shape.sfb_bytes();
     let outputs = 3 * shape.c_bytes();
     let device = if emulated {
-        let workspace = crate::Kernel::ALL.iter().map(|k| k.workspace_bytes(shape)).max().unwrap_or(0);
+        let workspace =
+            crate::Kernel::ALL.iter().map(|k| k.workspace_bytes(shape, k.emulated_sms())).max().unwrap_or(0);
         inputs + shape.c_bytes() + workspace
     } else {
         0

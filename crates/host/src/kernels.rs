@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 use nvfp4::Shape;
 use serde::Serialize;
 
+/// SMs of an H100 SXM (and an H200): what emulating a Hopper kernel assumes.
+pub const H100_SXM_SMS: u32 = 132;
+/// SMs of a B200: what emulating `sm100` assumes.
+pub const B200_SMS: u32 = 148;
+
 /// A GEMM kernel of the `kernel` crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -156,13 +161,25 @@ impl Kernel {
         }
     }
 
-    /// Scratch GPU memory the kernel needs for `shape` (zero-filled before its first
-    /// launch; the kernel leaves it reusable).
-    pub fn workspace_bytes(self, shape: Shape) -> u64 {
+    /// Scratch GPU memory the kernel needs for `shape` on a GPU with `sms` SMs
+    /// (zero-filled before its first launch; the kernel leaves it reusable).
+    pub fn workspace_bytes(self, shape: Shape, sms: u32) -> u64 {
+        let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
         match self {
             Kernel::Naive | Kernel::Sm90 => 0,
-            Kernel::Sm90v2 => kernel::sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
-            Kernel::Sm100 => kernel::sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l),
+            Kernel::Sm90v2 => kernel::sm90v2::workspace_bytes(m, n, k, l, sms),
+            Kernel::Sm100 => kernel::sm100::workspace_bytes(m, n, k, l, sms),
+        }
+    }
+
+    /// The SM count a run without a GPU assumes (emulation, `--emulate`'s launch line):
+    /// that of the GPU the kernel was tuned on, an H100 SXM's 132 (a B200's 148 for
+    /// `sm100`). A GPU run uses the device's own count: `sm90v2` and `sm100` size their
+    /// grids, and so their split K, to it.
+    pub fn emulated_sms(self) -> u32 {
+        match self {
+            Kernel::Naive | Kernel::Sm90 | Kernel::Sm90v2 => H100_SXM_SMS,
+            Kernel::Sm100 => B200_SMS,
         }
     }
 
@@ -189,13 +206,14 @@ impl Kernel {
         matches!(self, Kernel::Sm100)
     }
 
-    /// Grid, CTA and shared memory of the main launch for `shape`.
-    pub fn launch(self, shape: Shape) -> Launch {
+    /// Grid, CTA and shared memory of the main launch for `shape` on `sms` SMs.
+    pub fn launch(self, shape: Shape, sms: u32) -> Launch {
+        let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
         match self {
-            Kernel::Naive => kernel::naive::launch(shape.m, shape.n, shape.l),
-            Kernel::Sm90 => kernel::sm90::launch(shape.m, shape.n, shape.l),
-            Kernel::Sm90v2 => kernel::sm90v2::launch(shape.m, shape.n, shape.k, shape.l),
-            Kernel::Sm100 => kernel::sm100::launch(shape.m, shape.n, shape.k, shape.l),
+            Kernel::Naive => kernel::naive::launch(m, n, l),
+            Kernel::Sm90 => kernel::sm90::launch(m, n, l),
+            Kernel::Sm90v2 => kernel::sm90v2::launch(m, n, k, l, sms),
+            Kernel::Sm100 => kernel::sm100::launch(m, n, k, l, sms),
         }
     }
 
@@ -209,11 +227,12 @@ impl Kernel {
         }
     }
 
-    /// The launches of one GEMM call, in stream order: the main launch; for `sm90v2`
-    /// preceded by the prologue that dequantizes the activations into the workspace and,
-    /// when it splits K, followed by the sum of the partials.
-    pub fn steps(self, shape: Shape) -> Vec<Step> {
-        let main = Step { entry: self.ptx().1, launch: self.launch(shape), body: self.body(), programmatic: false };
+    /// The launches of one GEMM call on `sms` SMs, in stream order: the main launch; for
+    /// `sm90v2` preceded by the prologue that dequantizes the activations into the
+    /// workspace and, when it splits K, followed by the sum of the partials.
+    pub fn steps(self, shape: Shape, sms: u32) -> Vec<Step> {
+        let main =
+            Step { entry: self.ptx().1, launch: self.launch(shape, sms), body: self.body(), programmatic: false };
         match self {
             Kernel::Sm90v2 => {
                 use kernel::sm90v2;
@@ -234,10 +253,10 @@ impl Kernel {
                     },
                     Step { programmatic: true, ..main },
                 ];
-                if sm90v2::splits(m, n, k, l) > 1 {
+                if sm90v2::splits(m, n, k, l, sms) > 1 {
                     steps.push(Step {
                         entry: reduce,
-                        launch: sm90v2::reduce_launch(m, n, k, l),
+                        launch: sm90v2::reduce_launch(m, n, k, l, sms),
                         body: reduce_body,
                         programmatic: true,
                     });
@@ -381,13 +400,13 @@ mod tests {
         {
             let (target, entry) = k.ptx();
             let ptx = crate::embedded::target(target).expect("embedded target");
-            for step in k.steps(shape) {
+            for step in k.steps(shape, k.emulated_sms()) {
                 assert!(ptx.ptx.contains(&format!(".entry {}", step.entry)), "{} missing from {target}", step.entry);
             }
             // sm90v2 has its own entry points for M <= 16 (decode tiles).
             let main = if k == Kernel::Sm90v2 { kernel::sm90v2::entries(shape.m)[1] } else { entry };
-            assert!(k.steps(shape).iter().any(|s| s.entry == main), "{k} {shape}");
-            let launch = k.launch(shape);
+            assert!(k.steps(shape, k.emulated_sms()).iter().any(|s| s.entry == main), "{k} {shape}");
+            let launch = k.launch(shape, k.emulated_sms());
             assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
             assert!(launch.dynamic_smem <= k.dynamic_smem());
         }

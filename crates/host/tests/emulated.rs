@@ -10,6 +10,9 @@ use host::verify::{compare, unwritten};
 use host::{Error, Kernel, Problem};
 use kernel::sm90::{self, Variant};
 
+/// sm90 sizes its grid by the tiles alone; the count only fills `GemmArgs::sms`.
+const SM90_SMS: u32 = host::kernels::H100_SXM_SMS;
+
 fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
     generate(shape.parse().unwrap(), dist, seed)
 }
@@ -51,7 +54,7 @@ fn sm90_matches_the_reference_under_emulation() {
 
 /// Runs an sm90 variant on a small problem; returns the emulator's verdict.
 fn run_variant<V: Variant>(p: &Problem) -> Result<emulate::EmulatedRun, Error> {
-    emulate::run_body(p, sm90::launch(p.shape.m, p.shape.n, p.shape.l), sm90::gemm::<V>)
+    emulate::run_body(p, SM90_SMS, sm90::launch(p.shape.m, p.shape.n, p.shape.l), sm90::gemm::<V>)
 }
 
 fn emulator_error(result: Result<emulate::EmulatedRun, Error>) -> emu::EmuError {
@@ -111,7 +114,7 @@ fn emulator_catches_a_descriptor_shifted_by_16_bytes() {
     // Without the race detector, it breaks no other rule, only the result.
     let options = emu::Options { detect_races: false, ..emu::Options::default() };
     let launch = sm90::launch(p.shape.m, p.shape.n, p.shape.l);
-    let run = emulate::run_body_with(&p, launch, &options, sm90::gemm::<ShiftedDescriptor>)
+    let run = emulate::run_body_with(&p, SM90_SMS, launch, &options, sm90::gemm::<ShiftedDescriptor>)
         .expect("a shifted descriptor breaks no other rule");
     let c = compare(p.shape, &run.c, &reference(&p));
     assert!(!c.passed(), "the shifted descriptor went unnoticed: {c}");
@@ -131,7 +134,7 @@ fn sm90_is_race_free_and_bit_exact_under_seeded_schedules() {
     let launch = sm90::launch(p.shape.m, p.shape.n, p.shape.l);
     for seed in 0..4 {
         let options = emu::Options { seed: Some(seed), ..emu::Options::default() };
-        let run = emulate::run_body_with(&p, launch, &options, sm90::gemm::<sm90::Correct>)
+        let run = emulate::run_body_with(&p, SM90_SMS, launch, &options, sm90::gemm::<sm90::Correct>)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let c = compare(p.shape, &run.c, &want);
         assert!(c.bit_exact, "seed {seed}: not bit-exact: {c}");

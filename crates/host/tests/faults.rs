@@ -13,9 +13,10 @@
 //! fn sm120_every_dropped_synchronisation_is_caught() {
 //!     check(Case {
 //!         name: "sm120",
+//!         sms: 188,
 //!         // Tails in M and N, every ring wrapped at least twice (force a small grid if
 //!         // the kernel is persistent); several runs when paths differ (e.g. split-K).
-//!         runs: &[Run { shape: "...", launch: |s| kernel::sm120::launch(s.m, s.n, s.k, s.l) }],
+//!         runs: &[Run { shape: "...", launch: |s| kernel::sm120::launch(s.m, s.n, s.k, s.l, 188) }],
 //!         body: kernel::sm120::gemm::<kernel::sm120::Correct>,
 //!         allowed: &[],
 //!     });
@@ -27,6 +28,8 @@
 //! that is not in `emu::faults::DROPPABLE`): its op must opt in (see `emu::faults`).
 
 use std::collections::BTreeMap;
+
+use host::kernels::B200_SMS;
 
 use host::faults::{Outcome, campaign};
 use host::generate::{Distribution, generate};
@@ -68,6 +71,8 @@ impl Why {
 /// One kernel and the problems its faults are injected on.
 struct Case {
     name: &'static str,
+    /// The SM count the launches are computed for (the kernel gets the same).
+    sms: u32,
     /// One or more problems; a drop counts as caught when any of them catches it.
     runs: &'static [Run],
     body: fn(&GemmArgs),
@@ -97,7 +102,7 @@ fn check(case: Case) {
     let mut merged: BTreeMap<emu::Site, Merged> = BTreeMap::new();
     for run in case.runs {
         let problem = generate(run.shape.parse().unwrap(), Distribution::GpuMode, 11);
-        let result = campaign(case.name, &problem, (run.launch)(problem.shape), case.body)
+        let result = campaign(case.name, &problem, case.sms, (run.launch)(problem.shape), case.body)
             .unwrap_or_else(|e| panic!("{} on {}: {e}", case.name, run.shape));
         println!("{result}");
         if std::env::var_os("FAULTS_DETAIL").is_some() {
@@ -169,6 +174,7 @@ fn sm90_every_dropped_synchronisation_is_caught() {
     // and a half, the raw cp.async ring (3 slots) three times.
     check(Case {
         name: "sm90",
+        sms: host::kernels::H100_SXM_SMS,
         runs: &[Run { shape: "192x200x640", launch: |s| kernel::sm90::launch(s.m, s.n, s.l) }],
         body: kernel::sm90::gemm::<kernel::sm90::Correct>,
         allowed: &[Allowed {
@@ -201,13 +207,14 @@ fn sm100_every_dropped_synchronisation_is_caught() {
                              across CTAs.";
     check(Case {
         name: "sm100",
+        sms: B200_SMS,
         runs: &[
             // 2 x 5 tiles with M and N tails, 3 K stages each (the last one partial), run by
             // 2 persistent CTAs of 5 tiles each: the stage ring (6 slots) wraps twice and a
             // half, both tensor-memory accumulators go round two and a half times.
             Run {
                 shape: "200x300x576",
-                launch: |s| kernel::Launch { grid: [2, 1, 1], ..kernel::sm100::launch(s.m, s.n, s.k, s.l) },
+                launch: |s| kernel::Launch { grid: [2, 1, 1], ..kernel::sm100::launch(s.m, s.n, s.k, s.l, B200_SMS) },
             },
             // K split in 2 (3 tiles x 2 splits of 4 stages), all 6 units run by one
             // persistent CTA: the rings wrap and the split-K fix-up's fences, named
@@ -215,8 +222,8 @@ fn sm100_every_dropped_synchronisation_is_caught() {
             Run {
                 shape: "100x130x2048",
                 launch: |s| {
-                    assert_eq!(kernel::sm100::splits(s.m, s.n, s.k, s.l), 2, "the shape must split K");
-                    kernel::Launch { grid: [1, 1, 1], ..kernel::sm100::launch(s.m, s.n, s.k, s.l) }
+                    assert_eq!(kernel::sm100::splits(s.m, s.n, s.k, s.l, B200_SMS), 2, "the shape must split K");
+                    kernel::Launch { grid: [1, 1, 1], ..kernel::sm100::launch(s.m, s.n, s.k, s.l, B200_SMS) }
                 },
             },
         ],

@@ -48,7 +48,7 @@ fn emulator_and_gpu_agree_bit_for_bit() {
                 let p = generate(shape.parse().unwrap(), dist, 5);
                 let gemm = Gemm::new(&gpu, k).unwrap();
                 let on_gpu = gemm.run(&mut gemm.upload(&p).unwrap()).unwrap();
-                let emulated = emulate::run(&p, k).unwrap().c;
+                let emulated = emulate::run_on(&p, k, gpu.info.multiprocessors).unwrap().c;
                 let between = compare(p.shape, &on_gpu, &emulated);
                 match dist {
                     Distribution::GpuMode => {

@@ -11,6 +11,9 @@ use host::verify::{compare, unwritten};
 use host::{Error, Kernel, Problem};
 use kernel::sm100::{self, Variant};
 
+/// What emulating sm100 assumes: a B200's SMs.
+const SMS: u32 = host::kernels::B200_SMS;
+
 fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
     generate(shape.parse().unwrap(), dist, seed)
 }
@@ -47,8 +50,8 @@ fn persistent_ctas_walk_several_tiles_through_both_accumulators() {
     // 2 CTAs for 10 tiles: each CTA runs 5 tiles, so both accumulators go round more than
     // once and the stage ring wraps across tile boundaries.
     let p = problem("256x320x576", Distribution::GpuMode, 3);
-    let launch = kernel::Launch { grid: [2, 1, 1], ..sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l) };
-    let run = emulate::run_body(&p, launch, sm100::gemm::<sm100::Correct>).unwrap();
+    let launch = kernel::Launch { grid: [2, 1, 1], ..sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l, SMS) };
+    let run = emulate::run_body(&p, SMS, launch, sm100::gemm::<sm100::Correct>).unwrap();
     let c = compare(p.shape, &run.c, &reference(&p));
     assert!(c.bit_exact, "{c}");
 }
@@ -59,9 +62,9 @@ fn split_k_counters_are_left_zero_for_the_next_launch() {
     // same, exact result.
     let p = problem("100x130x4096", Distribution::GpuMode, 5);
     let shape = p.shape;
-    assert_eq!(sm100::splits(shape.m, shape.n, shape.k, shape.l), 4, "the shape must split K");
+    assert_eq!(sm100::splits(shape.m, shape.n, shape.k, shape.l, SMS), 4, "the shape must split K");
     let memory = emu::GlobalMemory::new();
-    let workspace_len = sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l) as usize;
+    let workspace_len = sm100::workspace_bytes(shape.m, shape.n, shape.k, shape.l, SMS) as usize;
     let args = kernel::GemmArgs {
         a: memory.alloc_from("A", &p.a),
         b: memory.alloc_from("B", &p.b),
@@ -73,9 +76,10 @@ fn split_k_counters_are_left_zero_for_the_next_launch() {
         n: shape.n,
         k: shape.k,
         l: shape.l,
+        sms: SMS,
         ..kernel::GemmArgs::IDENTITY
     };
-    let l = sm100::launch(shape.m, shape.n, shape.k, shape.l);
+    let l = sm100::launch(shape.m, shape.n, shape.k, shape.l, SMS);
     let config = emu::LaunchConfig { grid: l.grid, block: l.block, dynamic_smem: l.dynamic_smem };
     let want = reference(&p);
     for launch in 0..2 {
@@ -100,13 +104,13 @@ fn sm100_is_race_free_and_bit_exact_under_seeded_schedules() {
     for (shape, grid) in [("256x320x576", Some(2)), ("100x130x4096", None)] {
         let p = problem(shape, Distribution::GpuMode, 9);
         let want = reference(&p);
-        let mut launch = sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l);
+        let mut launch = sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l, SMS);
         if let Some(g) = grid {
             launch.grid = [g, 1, 1];
         }
         for seed in 0..4 {
             let options = emu::Options { seed: Some(seed), ..emu::Options::default() };
-            let run = emulate::run_body_with(&p, launch, &options, sm100::gemm::<sm100::Correct>)
+            let run = emulate::run_body_with(&p, SMS, launch, &options, sm100::gemm::<sm100::Correct>)
                 .unwrap_or_else(|e| panic!("{shape} seed {seed}: {e}"));
             let c = compare(p.shape, &run.c, &want);
             assert!(c.bit_exact, "{shape} seed {seed}: not bit-exact: {c}");
@@ -116,7 +120,7 @@ fn sm100_is_race_free_and_bit_exact_under_seeded_schedules() {
 
 /// Runs an sm100 variant on a small problem; returns the emulator's verdict.
 fn run_variant<V: Variant>(p: &Problem) -> Result<emulate::EmulatedRun, Error> {
-    emulate::run_body(p, sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l), sm100::gemm::<V>)
+    emulate::run_body(p, SMS, sm100::launch(p.shape.m, p.shape.n, p.shape.k, p.shape.l, SMS), sm100::gemm::<V>)
 }
 
 fn emulator_error(result: Result<emulate::EmulatedRun, Error>) -> emu::EmuError {

@@ -27,9 +27,12 @@ fn check(shape: &str, dist: Distribution) {
     }
 }
 
+/// What emulation assumes: an H100 SXM's SMs.
+const SMS: u32 = host::kernels::H100_SXM_SMS;
+
 fn splits(shape: &str) -> u32 {
     let s: nvfp4::Shape = shape.parse().unwrap();
-    sm90v2::splits(s.m, s.n, s.k, s.l)
+    sm90v2::splits(s.m, s.n, s.k, s.l, SMS)
 }
 
 #[test]
@@ -99,7 +102,7 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     let p = problem("100x260x4096", Distribution::GpuMode, 5);
     let shape = p.shape;
     let memory = emu::GlobalMemory::new();
-    let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l) as usize;
+    let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l, SMS) as usize;
     let args = kernel::GemmArgs {
         a: memory.alloc_from("A", &p.a),
         b: memory.alloc_from("B", &p.b),
@@ -111,10 +114,11 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
         n: shape.n,
         k: shape.k,
         l: shape.l,
+        sms: SMS,
         ..kernel::GemmArgs::IDENTITY
     };
     let want = reference(&p);
-    let steps = Kernel::Sm90v2.steps(shape);
+    let steps = Kernel::Sm90v2.steps(shape, SMS);
     let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
     assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]);
     for call in 0..2 {
@@ -136,7 +140,7 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
 /// split K, over how many CTAs, and the grid that results.
 #[test]
 fn only_a_part_full_last_wave_splits_its_tiles() {
-    // (shape, CTAs per split tile, split tiles, CTAs)
+    // (shape, CTAs per split tile, split tiles, CTAs) on an H100 SXM's 132 SMs
     let cases = [
         ("128x7168x16384", 4, 28, 112), // 28 tiles: one wave, every tile split
         ("128x4096x7168", 8, 16, 128),
@@ -148,12 +152,51 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("256x17152x448", 1, 0, 134),   // 7 stages: too few to split
         ("1x67840x512", 2, 1, 266),     // decode tiles, two per SM: 265 tiles, 1 left over
     ];
-    for (shape, want_splits, want_split_tiles, want_ctas) in cases {
+    check_decomposition(SMS, &cases);
+}
+
+/// Asserts (shape, CTAs per split tile, split tiles, CTAs) on a GPU with `sms` SMs.
+fn check_decomposition(sms: u32, cases: &[(&str, u32, u32, u32)]) {
+    for &(shape, want_splits, want_split_tiles, want_ctas) in cases {
         let s: nvfp4::Shape = shape.parse().unwrap();
         let (m, n, k, l) = (s.m, s.n, s.k, s.l);
-        assert_eq!(sm90v2::splits(m, n, k, l), want_splits, "{shape}");
-        assert_eq!(sm90v2::split_tiles(m, n, k, l), want_split_tiles, "{shape}");
-        assert_eq!(Kernel::Sm90v2.launch(s).grid[0], want_ctas, "{shape}");
+        assert_eq!(sm90v2::splits(m, n, k, l, sms), want_splits, "{shape} on {sms} SMs");
+        assert_eq!(sm90v2::split_tiles(m, n, k, l, sms), want_split_tiles, "{shape} on {sms} SMs");
+        assert_eq!(Kernel::Sm90v2.launch(s, sms).grid[0], want_ctas, "{shape} on {sms} SMs");
+    }
+}
+
+/// The grid follows the GPU's SM count, not the H100 SXM's: on fewer SMs the same tiles
+/// split fewer ways, so that no CTA is left for a second wave.
+#[test]
+fn other_hoppers_get_a_grid_of_their_own_size() {
+    // H100 PCIe, 114 SMs: 16 tiles x 7 instead of x 8 (128 CTAs would need two waves).
+    check_decomposition(
+        114,
+        &[
+            ("128x7168x16384", 4, 28, 112),
+            ("128x4096x7168", 7, 16, 112),
+            ("2304x4608x7168", 1, 0, 324), // 324 = 2 x 114 + 96: the last wave is 84 % full
+            ("1x7168x16384", 8, 28, 224),  // decode: 228 CTAs a wave
+        ],
+    );
+    // H20, 78 SMs.
+    check_decomposition(78, &[("128x7168x16384", 2, 28, 56), ("128x4096x7168", 4, 16, 64)]);
+    // No SM count (GemmArgs::IDENTITY) reads as one SM: nothing splits.
+    check_decomposition(0, &[("128x7168x16384", 1, 0, 28)]);
+}
+
+/// An emulated run decomposed for a GPU of 8 SMs (2 tiles x 4 splits instead of 8) and
+/// of 1 SM (2 whole tiles, one after the other): the same exact result.
+#[test]
+fn any_sm_count_gives_the_exact_result_under_emulation() {
+    let p = problem("100x260x4096", Distribution::GpuMode, 9);
+    let want = reference(&p);
+    for (sms, want_ctas) in [(8, 8), (1, 2)] {
+        assert_eq!(Kernel::Sm90v2.launch(p.shape, sms).grid[0], want_ctas, "{sms} SMs");
+        let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{sms} SMs: {e}"));
+        let c = compare(p.shape, &run.c, &want);
+        assert!(c.bit_exact && unwritten(&run.c) == 0, "{sms} SMs: {c}");
     }
 }
 
@@ -162,13 +205,14 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
 #[test]
 fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
     let shape = "1x67840x512";
-    assert_eq!((splits(shape), Kernel::Sm90v2.launch(shape.parse().unwrap()).grid[0]), (2, 266));
+    assert_eq!((splits(shape), Kernel::Sm90v2.launch(shape.parse().unwrap(), SMS).grid[0]), (2, 266));
     check(shape, Distribution::GpuMode);
 }
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    let entries: Vec<&str> = Kernel::Sm90v2.steps("128x256x448".parse().unwrap()).iter().map(|s| s.entry).collect();
+    let entries: Vec<&str> =
+        Kernel::Sm90v2.steps("128x256x448".parse().unwrap(), SMS).iter().map(|s| s.entry).collect();
     assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]);
 }
 

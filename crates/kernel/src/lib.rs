@@ -47,6 +47,7 @@ macro_rules! gemm_entry_point {
             bias: u64,
             out_dtype: u32,
             a_format: u32,
+            sms: u32,
         ) {
             $body(&$crate::GemmArgs {
                 a,
@@ -64,6 +65,7 @@ macro_rules! gemm_entry_point {
                 bias,
                 out_dtype,
                 a_format,
+                sms,
             })
         }
     };
@@ -113,6 +115,11 @@ pub struct GemmArgs {
     /// An [`nvfp4::operand::AFormat`] code: A as NVFP4 (with SFA) or as fp16 values
     /// (W4A16, SFA unused; only the kernels that say so read it).
     pub a_format: u32,
+    /// The GPU's SM count. The kernels that size their grid to the GPU (sm90v2's waves
+    /// and split K, sm100's persistent grid and split K) derive their work decomposition
+    /// from it, in the kernel as in the host's launch, so both must get the same value
+    /// (0 reads as 1).
+    pub sms: u32,
 }
 
 impl GemmArgs {
@@ -134,6 +141,7 @@ impl GemmArgs {
         bias: 0,
         out_dtype: nvfp4::epilogue::OutDtype::F16.code(),
         a_format: nvfp4::operand::AFormat::Nvfp4.code(),
+        sms: 0,
     };
 }
 

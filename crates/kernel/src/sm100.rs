@@ -277,7 +277,7 @@ impl Problem {
             n_tiles,
             m_tiles,
             tiles: n_tiles * m_tiles * args.l,
-            splits: splits(args.m, args.n, args.k, args.l),
+            splits: splits(args.m, args.n, args.k, args.l, args.sms),
             k_stages: args.k.div_ceil(BLOCK_K),
             // The last MMA step may be partial: its values past K are zero-filled.
             k_steps: args.k.div_ceil(MMA_K),
@@ -323,9 +323,11 @@ impl Problem {
     }
 }
 
-/// CTAs of a persistent grid: one per SM of a B200 (each CTA's 168 KiB of shared memory
-/// and 512 tensor-memory columns allow one per SM).
-pub const PERSISTENT_CTAS: u32 = 148;
+/// CTAs of the persistent grid on a GPU with `sms` SMs: one per SM (each CTA's 168 KiB of
+/// shared memory and 512 tensor-memory columns allow one per SM; a B200 has 148).
+const fn persistent_ctas(sms: u32) -> u32 {
+    if sms == 0 { 1 } else { sms }
+}
 /// At most this many CTAs share a tile's K stages...
 const MAX_SPLITS: u32 = 4;
 /// ...and each gets at least this many stages, so the fix-up stays small next to the MMAs.
@@ -337,17 +339,18 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
     n.div_ceil(BLOCK_N) * m.div_ceil(BLOCK_M) * l
 }
 
-/// CTAs per tile along K. Only when the tiles fill less than half the SMs: then every
-/// tile gets `PERSISTENT_CTAS / tiles` splits (capped), all running in one wave.
+/// CTAs per tile along K on `sms` SMs. Only when the tiles fill less than half the SMs:
+/// then every tile gets `sms / tiles` splits (capped), all running in one wave.
 /// Splitting 112 tiles in two would give 224 units, 1.5 waves on 148 SMs: no faster, and
 /// the fix-up would add 2 x 32 KiB per tile of traffic.
-pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
+pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    let persistent = persistent_ctas(sms);
     let tiles = tiles(m, n, l);
     let by_stages = k.div_ceil(BLOCK_K) / MIN_STAGES_PER_SPLIT;
-    if 2 * tiles > PERSISTENT_CTAS || by_stages < 2 {
+    if 2 * tiles > persistent || by_stages < 2 {
         return 1;
     }
-    let by_sms = PERSISTENT_CTAS / tiles;
+    let by_sms = persistent / tiles;
     let s = if by_sms < by_stages { by_sms } else { by_stages };
     if s < MAX_SPLITS { s } else { MAX_SPLITS }
 }
@@ -360,8 +363,8 @@ const fn counter_bytes(tiles: u32) -> u64 {
 /// Workspace the kernel needs for this shape: 0 unless K is split; then the counters
 /// (which must be zero before the first launch; every launch leaves them zero) and one
 /// f32 partial tile per split.
-pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
-    let s = splits(m, n, k, l);
+pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
+    let s = splits(m, n, k, l, sms);
     if s == 1 {
         return 0;
     }
@@ -369,12 +372,12 @@ pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
     counter_bytes(t) + t as u64 * s as u64 * PARTIAL_BYTES as u64
 }
 
-/// Launch geometry: one CTA per work unit, at most [`PERSISTENT_CTAS`]; a CTA with more
+/// Launch geometry: one CTA per work unit, at most one per SM; a CTA with more
 /// than one unit overlaps the epilogue of one with the MMAs of the next.
-pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
-    let units = tiles(m, n, l) * splits(m, n, k, l);
+pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
+    let (units, persistent) = (tiles(m, n, l) * splits(m, n, k, l, sms), persistent_ctas(sms));
     Launch {
-        grid: [if units < PERSISTENT_CTAS { units } else { PERSISTENT_CTAS }, 1, 1],
+        grid: [if units < persistent { units } else { persistent }, 1, 1],
         block: [THREADS, 1, 1],
         dynamic_smem: SMEM_BYTES,
     }

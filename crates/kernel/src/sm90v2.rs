@@ -442,8 +442,6 @@ const fn quads(rows: u32) -> u32 {
 // Work decomposition and workspace
 // ---------------------------------------------------------------------------------------
 
-/// SMs of an H100 SXM: the grid is sized against them.
-pub const SMS: u32 = 132;
 /// At most this many CTAs share a tile's K stages (decode tiles: their partials are 1/8
 /// the size)...
 const MAX_SPLITS: u32 = 8;
@@ -472,42 +470,47 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
     n.div_ceil(BLOCK_N) * m.div_ceil(rows_for(m)) * l
 }
 
-/// CTAs per *split* tile along K (1: no tile is split). The tiles run in waves of one CTA
-/// per SM with prefill tiles (150 KiB of shared memory each), two with decode tiles (66
-/// KiB, 95 registers per thread, which only stream weights: twice the copies in flight
-/// took 1x7168x16384 from 67.1 to 53.4 us on an H100, docs/perf-notes.md). When the last
+/// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
+/// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
+/// in waves of one CTA per SM with prefill tiles (150 KiB of shared memory each), two
+/// with decode tiles (66 KiB, 95 registers per thread, which only stream weights: twice
+/// the copies in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100,
+/// docs/perf-notes.md). When the last
 /// wave is at most half full, its tiles ([`split_tiles`]) split their K stages over as
 /// many CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT`
 /// stages: the last wave then takes a fraction of a tile's time instead of a whole one.
-/// With fewer tiles than SMs that is every tile (the three M = 128 benchmark shapes: 28
-/// tiles x 4, 16 x 8, 28 x 4); 2304x4608x7168's 324 tiles run as two whole waves of 132
-/// and 60 tiles split in two.
-pub const fn splits(m: u32, n: u32, k: u32, l: u32) -> u32 {
-    let tail = tiles(m, n, l) % wave(m);
+/// With fewer tiles than SMs that is every tile (on 132 SMs, the three M = 128 benchmark
+/// shapes: 28 tiles x 4, 16 x 8, 28 x 4; on 114, 16 x 7 instead of 16 x 8, which would
+/// leave 14 CTAs for a second wave); 2304x4608x7168's 324 tiles run as two whole waves of
+/// 132 and 60 tiles split in two.
+pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    let wave = wave(m, sms);
+    let tail = tiles(m, n, l) % wave;
     let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
     let cap = if m <= DECODE_MAX_M { MAX_DECODE_SPLITS } else { MAX_SPLITS };
-    if tail == 0 || 2 * tail > wave(m) || by_stages < 2 {
+    if tail == 0 || 2 * tail > wave || by_stages < 2 {
         return 1;
     }
-    let by_wave = wave(m) / tail;
+    let by_wave = wave / tail;
     let s = if by_wave < by_stages { by_wave } else { by_stages };
     if s < cap { s } else { cap }
 }
 
-/// CTAs of one wave (see [`splits`]).
-const fn wave(m: u32) -> u32 {
-    if m <= DECODE_MAX_M { DECODE_CTAS_PER_SM * SMS } else { SMS }
+/// CTAs of one wave on `sms` SMs (see [`splits`]; no SMs count as one).
+const fn wave(m: u32, sms: u32) -> u32 {
+    let sms = if sms == 0 { 1 } else { sms };
+    if m <= DECODE_MAX_M { DECODE_CTAS_PER_SM * sms } else { sms }
 }
 
 /// How many tiles split their K stages (see [`splits`]): the last ones in unit order.
-pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32) -> u32 {
-    if splits(m, n, k, l) == 1 { 0 } else { tiles(m, n, l) % wave(m) }
+pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    if splits(m, n, k, l, sms) == 1 { 0 } else { tiles(m, n, l) % wave(m, sms) }
 }
 
 /// CTAs of the main launch: one per whole tile, `splits` per split tile.
-const fn ctas(m: u32, n: u32, k: u32, l: u32) -> u32 {
-    let split = split_tiles(m, n, k, l);
-    tiles(m, n, l) - split + split * splits(m, n, k, l)
+const fn ctas(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    let split = split_tiles(m, n, k, l, sms);
+    tiles(m, n, l) - split + split * splits(m, n, k, l, sms)
 }
 
 const fn align(bytes: u64) -> u64 {
@@ -522,16 +525,17 @@ const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
 
 /// Workspace: the prepared activations, then one f32 partial per split of every split
 /// tile. Every launch writes what it reads: nothing needs to stay zero.
-pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32) -> u64 {
-    let partials = split_tiles(m, n, k, l) as u64 * splits(m, n, k, l) as u64 * partial_bytes(rows_for(m)) as u64;
+pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
+    let partials =
+        split_tiles(m, n, k, l, sms) as u64 * splits(m, n, k, l, sms) as u64 * partial_bytes(rows_for(m)) as u64;
     align(act_bytes(m, k, l)) + partials
 }
 
 /// The main kernel's launch: one CTA per work unit (a whole tile, or one split of a split
 /// tile).
-pub const fn launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
+pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     let smem = smem_bytes(rows_for(m));
-    Launch { grid: [ctas(m, n, k, l), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
+    Launch { grid: [ctas(m, n, k, l, sms), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
 }
 
 /// The prologue's launch: one CTA per activation image, four threads per image row.
@@ -582,14 +586,14 @@ impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
         let n_tiles = args.n.div_ceil(BLOCK_N);
         let m_tiles = args.m.div_ceil(R::ROWS);
-        let (m, n, k, l) = (args.m, args.n, args.k, args.l);
+        let (m, n, k, l, sms) = (args.m, args.n, args.k, args.l, args.sms);
         Problem {
             args: *args,
             rows: R::ROWS,
             n_tiles,
             m_tiles,
-            whole_tiles: tiles(m, n, l) - split_tiles(m, n, k, l),
-            splits: splits(m, n, k, l),
+            whole_tiles: tiles(m, n, l) - split_tiles(m, n, k, l, sms),
+            splits: splits(m, n, k, l, sms),
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -1108,8 +1112,8 @@ const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16
 const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
 /// The reduce launch: one thread per partial quad of every split tile.
-pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32) -> Launch {
-    let quads = split_tiles(m, n, k, l) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
+pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
+    let quads = split_tiles(m, n, k, l, sms) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
     Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
 }
 
