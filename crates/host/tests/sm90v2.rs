@@ -99,7 +99,19 @@ fn check_w4a16_in(shape: &str, variant: bool, seed: u64, format: nvfp4::operand:
 fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     // Two calls (prologue, GEMM, reduce each) on one workspace: every launch writes what
     // the next reads, so nothing left over from the first call may change the second.
-    let p = problem("100x260x4096", Distribution::GpuMode, 5);
+    two_calls_on_one_workspace("100x260x4096", &["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]);
+    // Decode tiles split 16 ways, with their own three entry points.
+    two_calls_on_one_workspace(
+        "5x260x4096",
+        &["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
+    );
+}
+
+/// Two calls of `shape` on one workspace that starts as garbage (0xFF bytes): nothing in
+/// it may need to start zeroed or stay so between calls.
+
+fn two_calls_on_one_workspace(shape: &str, want_entries: &[&str]) {
+    let p = problem(shape, Distribution::GpuMode, 5);
     let shape = p.shape;
     let memory = emu::GlobalMemory::new();
     let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l, SMS) as usize;
@@ -109,7 +121,7 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
         sfa: memory.alloc_from("SFA", &p.sfa),
         sfb: memory.alloc_from("SFB", &p.sfb),
         c: memory.alloc("C", shape.c_bytes() as usize),
-        workspace: memory.alloc_from("workspace", &vec![0; workspace_len]),
+        workspace: memory.alloc_from("workspace", &vec![0xFF; workspace_len]),
         m: shape.m,
         n: shape.n,
         k: shape.k,
@@ -120,7 +132,7 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     let want = reference(&p);
     let steps = Kernel::Sm90v2.steps(shape, SMS);
     let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
-    assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]);
+    assert_eq!(entries, want_entries, "{shape}");
     for call in 0..2 {
         memory.fill(args.c, shape.c_bytes() as usize, 0xFF).unwrap();
         for step in &steps {
