@@ -109,7 +109,6 @@ fn a_second_call_on_the_same_workspace_gives_the_same_result() {
 
 /// Two calls of `shape` on one workspace that starts as garbage (0xFF bytes): nothing in
 /// it may need to start zeroed or stay so between calls.
-
 fn two_calls_on_one_workspace(shape: &str, want_entries: &[&str]) {
     let p = problem(shape, Distribution::GpuMode, 5);
     let shape = p.shape;
