@@ -38,8 +38,11 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90",
             "nvfp4_gemm_sm90v2",
             "nvfp4_gemm_sm90v2_decode",
+            "nvfp4_gemm_sm90v2_medium",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
+            "nvfp4_sm90v2_medium_prepare",
+            "nvfp4_sm90v2_medium_reduce",
             "nvfp4_sm90v2_prepare",
             "nvfp4_sm90v2_reduce"
         ]
@@ -151,7 +154,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    for (name, n) in [("nvfp4_gemm_sm90v2", 128), ("nvfp4_gemm_sm90v2_decode", 16)] {
+    for (name, n) in [("nvfp4_gemm_sm90v2", 128), ("nvfp4_gemm_sm90v2_medium", 64), ("nvfp4_gemm_sm90v2_decode", 16)] {
         let body = entry(name);
         // fp16 operands, and bf16 for bf16 activations (W4A16).
         for ty in ["f16", "bf16"] {
@@ -161,10 +164,11 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
         gemm_instructions(name, body);
     }
-    // The reduce: prefill tiles load each split's partial in turn (`.cg`), decode tiles
+    // The reduce: prefill and medium tiles load each split's partial in turn (`.cg`), decode tiles
     // all 16 at once with weak loads.
     for (prepare, reduce, load) in [
         ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", "ld.global.cg.v4.b32"),
+        ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", "ld.global.cg.v4.b32"),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", "ld.global.v4.b32"),
     ] {
         let (prepare, reduce) = (entry(prepare), entry(reduce));
@@ -176,7 +180,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     }
 }
 
-/// What both sm90v2 GEMM entries are written with.
+/// What every sm90v2 GEMM entry (one per tile height) is written with.
 fn gemm_instructions(name: &str, body: &str) {
     for instruction in [
         "wgmma.fence.sync.aligned",

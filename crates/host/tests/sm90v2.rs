@@ -77,6 +77,27 @@ fn decode_tiles_match_the_reference_under_emulation() {
     }
 }
 
+/// 17 <= M <= 64 runs on 64-row tiles (`wgmma m64n64`, three entry points of their own):
+/// M and N tails with L = 2, a full 64, split K over 8 (rings that wrap inside a split),
+/// W4A16 in fp16 and bf16 and an epilogue variant.
+#[test]
+fn medium_tiles_match_the_reference_under_emulation() {
+    for (shape, want_splits) in [("17x77x64", 1), ("64x300x256x2", 1), ("40x260x4096", 8)] {
+        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
+        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_medium", "{shape}");
+        assert_eq!(splits(shape), want_splits, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+    check_w4a16("33x260x2048", false, 3);
+    check_w4a16_in("64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
+    // The tile height switches exactly at 16 / 17 and 64 / 65.
+    assert_eq!(sm90v2::entries(16)[1], "nvfp4_gemm_sm90v2_decode");
+    assert_eq!(sm90v2::entries(64)[1], "nvfp4_gemm_sm90v2_medium");
+    assert_eq!(sm90v2::entries(65)[1], "nvfp4_gemm_sm90v2");
+}
+
 /// W4A16 (fp16 A) on `shape`, through the first epilogue variant when `variant`: bit-exact
 /// against the exact reference, every element written.
 fn check_w4a16(shape: &str, variant: bool, seed: u64) {

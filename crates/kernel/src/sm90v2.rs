@@ -81,11 +81,13 @@
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
 //!
-//! **Decode tiles** ([`Rows`]). For M ≤ [`DECODE_MAX_M`] (16) a tile has 16 activation
-//! rows instead of 128: `wgmma m64n16k16`, 8 accumulators per block, 2 KiB images and 66
-//! KiB of shared memory, so two CTAs share an SM and split K goes twice as wide. The
-//! weights, their conversion and the ring are the same; every launch has a decode entry
-//! point ([`entries`]).
+//! **Decode and medium tiles** ([`Rows`]). For M ≤ [`DECODE_MAX_M`] (16) a tile has 16
+//! activation rows instead of 128: `wgmma m64n16k16`, 8 accumulators per block, 2 KiB
+//! images and 66 KiB of shared memory, so two CTAs share an SM and split K goes twice as
+//! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
+//! `wgmma m64n64k16`, half the tensor work and partial bytes of a 128-row tile. The
+//! weights, their conversion and the ring are the same; every launch has an entry point
+//! per tile height ([`entries`]).
 //!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
@@ -135,6 +137,8 @@ const BLOCKS: usize = 2;
 pub const BLOCK_N: u32 = CONSUMERS * BLOCKS as u32 * WGMMA_M;
 /// M up to this runs on decode tiles (see [`Rows`]).
 pub const DECODE_MAX_M: u32 = 16;
+/// M up to this (and above [`DECODE_MAX_M`]) runs on medium tiles (see [`Rows`]).
+pub const MEDIUM_MAX_M: u32 = 64;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
@@ -242,8 +246,8 @@ pub const SMEM_BYTES: u32 = smem_bytes(Prefill::ROWS);
 
 const _: () = {
     let mut i = 0;
-    while i < 2 {
-        let rows = [Prefill::ROWS, Decode::ROWS][i];
+    while i < 3 {
+        let rows = [Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
         assert!(stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
         assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
@@ -288,13 +292,14 @@ impl Smem {
 }
 
 // ---------------------------------------------------------------------------------------
-// Two tile heights: prefill (128 activation rows) and decode (16)
+// Three tile heights: prefill (128 activation rows), medium (64) and decode (16)
 // ---------------------------------------------------------------------------------------
 
-/// The activation rows of a tile, the wgmma N: 128 when M > [`DECODE_MAX_M`], else 16. At
-/// decode sizes (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile
-/// keeps the same weight stream and conversion and does 1/8 of the MMA work, on 1/8 of
-/// the activation bytes and accumulators.
+/// The activation rows of a tile, the wgmma N: 128 when M > [`MEDIUM_MAX_M`], 64 when M >
+/// [`DECODE_MAX_M`], else 16. At decode sizes (M = 1..16) 128-row tiles would multiply
+/// mostly zero rows: the 16-row tile keeps the same weight stream and conversion and does
+/// 1/8 of the MMA work, on 1/8 of the activation bytes and accumulators; the 64-row tile
+/// does half.
 pub trait Rows: Copy {
     /// Activation rows per tile (the wgmma N).
     const ROWS: u32;
@@ -358,6 +363,45 @@ pub struct Prefill;
 /// 16-row tiles, for M up to 16.
 #[derive(Clone, Copy, Debug)]
 pub struct Decode;
+/// 64-row tiles, for M from 17 to 64.
+#[derive(Clone, Copy, Debug)]
+pub struct Medium;
+
+impl Rows for Medium {
+    const ROWS: u32 = 64;
+    type Acc = [f32; 32];
+    const ZERO: [f32; 32] = [0.0; 32];
+    #[inline(always)]
+    unsafe fn mma<E: Element>(acc: &mut [f32; 32], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match E::BF16 {
+                true => wgmma::mma_async_rs_bf16_m64n64(acc, a, b, accumulate),
+                false => wgmma::mma_async_rs_m64n64(acc, a, b, accumulate),
+            }
+        }
+    }
+    #[inline(always)]
+    fn fence_operand(acc: &mut [f32; 32]) {
+        wgmma::fence_operand(acc);
+    }
+    #[inline(always)]
+    fn store(place: &Place, b: u32, acc: &[f32; 32]) {
+        seq_macro::seq!(V in 0..32 {
+            place.store(b, V, acc[V]);
+        });
+    }
+    #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 32]) {
+        seq_macro::seq!(Q in 0..8 {
+            memory::st_global_v4_b32(
+                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
+                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
+            );
+        });
+    }
+}
 
 impl Rows for Prefill {
     const ROWS: u32 = 128;
@@ -431,7 +475,11 @@ impl Rows for Decode {
     }
 }
 
-const _: () = assert!(WGMMA_M * Prefill::ROWS / WARPGROUP == 64 && WGMMA_M * Decode::ROWS / WARPGROUP == 8);
+const _: () = assert!(
+    WGMMA_M * Prefill::ROWS / WARPGROUP == 64
+        && WGMMA_M * Medium::ROWS / WARPGROUP == 32
+        && WGMMA_M * Decode::ROWS / WARPGROUP == 8
+);
 
 /// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
 const fn quads(rows: u32) -> u32 {
@@ -461,9 +509,16 @@ const fn partial_bytes(rows: u32) -> u32 {
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
-/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], prefill tiles above.
+/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
+/// [`MEDIUM_MAX_M`], prefill tiles above.
 pub const fn rows_for(m: u32) -> u32 {
-    if m <= DECODE_MAX_M { Decode::ROWS } else { Prefill::ROWS }
+    if m <= DECODE_MAX_M {
+        Decode::ROWS
+    } else if m <= MEDIUM_MAX_M {
+        Medium::ROWS
+    } else {
+        Prefill::ROWS
+    }
 }
 
 const fn tiles(m: u32, n: u32, l: u32) -> u32 {
@@ -1136,7 +1191,8 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let sum = if R::ROWS == Decode::ROWS {
         sum_unrolled(&p, index, bq, ctid)
     } else {
-        // Prefill tiles: 4-8 splits and hundreds of CTAs keep enough loads in flight.
+        // Prefill and medium tiles: 2-8 splits and hundreds of CTAs keep enough loads in
+        // flight.
         let mut sum = [0f32; 4];
         for split in 0..p.splits {
             let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
@@ -1180,19 +1236,19 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
 
 /// The entry points of the launches for M: (prologue, GEMM, reduce).
 pub const fn entries(m: u32) -> [&'static str; 3] {
-    if m <= DECODE_MAX_M {
-        ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"]
-    } else {
-        ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]
+    match rows_for(m) {
+        Decode::ROWS => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
+        Medium::ROWS => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
+        _ => ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
     }
 }
 
 /// The bodies of [`entries`], as the emulator runs them.
 pub fn bodies(m: u32) -> [fn(&GemmArgs); 3] {
-    if m <= DECODE_MAX_M {
-        [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>]
-    } else {
-        [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>]
+    match rows_for(m) {
+        Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
+        Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
+        _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
     }
 }
 
@@ -1203,3 +1259,6 @@ gemm_entry_point!(nvfp4_sm90v2_reduce => reduce::<Prefill>);
 gemm_entry_point!(nvfp4_sm90v2_decode_prepare => prepare::<Decode>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_decode => gemm::<Decode>);
 gemm_entry_point!(nvfp4_sm90v2_decode_reduce => reduce::<Decode>);
+gemm_entry_point!(nvfp4_sm90v2_medium_prepare => prepare::<Medium>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_medium => gemm::<Medium>);
+gemm_entry_point!(nvfp4_sm90v2_medium_reduce => reduce::<Medium>);

@@ -244,6 +244,12 @@ mma_async_rs!(
 );
 
 mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — as [`mma_async_rs_m64n64`] with bf16 operands (the same fragment layouts).
+    mma_async_rs_bf16_m64n64, 64, "bf16", Bf16, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+);
+
+mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {d0..d63}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — as [`mma_async_rs_m64n128`] with bf16 operands (the same fragment layouts).
     mma_async_rs_bf16_m64n128, 128, "bf16", Bf16, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
