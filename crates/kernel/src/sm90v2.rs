@@ -357,128 +357,65 @@ impl Element for Bf16 {
     }
 }
 
-/// 128-row tiles.
-#[derive(Clone, Copy, Debug)]
-pub struct Prefill;
-/// 16-row tiles, for M up to 16.
-#[derive(Clone, Copy, Debug)]
-pub struct Decode;
-/// 64-row tiles, for M from 17 to 64.
-#[derive(Clone, Copy, Debug)]
-pub struct Medium;
+/// Defines a tile height: its marker type and [`Rows`] impl (`$acc` accumulators per
+/// block, `$quads` 16-byte partial quads of them, the fp16 and bf16 RS wgmmas of that N).
+macro_rules! tile_rows {
+    ($(#[$doc:meta])* $name:ident, $rows:literal, $acc:literal, $quads:literal, $f16:ident, $bf16:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name;
 
-impl Rows for Medium {
-    const ROWS: u32 = 64;
-    type Acc = [f32; 32];
-    const ZERO: [f32; 32] = [0.0; 32];
-    #[inline(always)]
-    unsafe fn mma<E: Element>(acc: &mut [f32; 32], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            match E::BF16 {
-                true => wgmma::mma_async_rs_bf16_m64n64(acc, a, b, accumulate),
-                false => wgmma::mma_async_rs_m64n64(acc, a, b, accumulate),
+        const _: () = assert!(WGMMA_M * $rows / WARPGROUP == $acc && quads($rows) == $quads);
+
+        impl Rows for $name {
+            const ROWS: u32 = $rows;
+            type Acc = [f32; $acc];
+            const ZERO: [f32; $acc] = [0.0; $acc];
+            #[inline(always)]
+            unsafe fn mma<E: Element>(acc: &mut [f32; $acc], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    match E::BF16 {
+                        true => wgmma::$bf16(acc, a, b, accumulate),
+                        false => wgmma::$f16(acc, a, b, accumulate),
+                    }
+                }
+            }
+            #[inline(always)]
+            fn fence_operand(acc: &mut [f32; $acc]) {
+                wgmma::fence_operand(acc);
+            }
+            #[inline(always)]
+            fn store(place: &Place, b: u32, acc: &[f32; $acc]) {
+                seq_macro::seq!(V in 0..$acc {
+                    place.store(b, V, acc[V]);
+                });
+            }
+            #[inline(always)]
+            #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+            fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; $acc]) {
+                seq_macro::seq!(Q in 0..$quads {
+                    memory::st_global_v4_b32(
+                        partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
+                        [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
+                    );
+                });
             }
         }
-    }
-    #[inline(always)]
-    fn fence_operand(acc: &mut [f32; 32]) {
-        wgmma::fence_operand(acc);
-    }
-    #[inline(always)]
-    fn store(place: &Place, b: u32, acc: &[f32; 32]) {
-        seq_macro::seq!(V in 0..32 {
-            place.store(b, V, acc[V]);
-        });
-    }
-    #[inline(always)]
-    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 32]) {
-        seq_macro::seq!(Q in 0..8 {
-            memory::st_global_v4_b32(
-                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
-                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
-            );
-        });
-    }
+    };
 }
 
-impl Rows for Prefill {
-    const ROWS: u32 = 128;
-    type Acc = [f32; 64];
-    const ZERO: [f32; 64] = [0.0; 64];
-    #[inline(always)]
-    unsafe fn mma<E: Element>(acc: &mut [f32; 64], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            match E::BF16 {
-                true => wgmma::mma_async_rs_bf16_m64n128(acc, a, b, accumulate),
-                false => wgmma::mma_async_rs_m64n128(acc, a, b, accumulate),
-            }
-        }
-    }
-    #[inline(always)]
-    fn fence_operand(acc: &mut [f32; 64]) {
-        wgmma::fence_operand(acc);
-    }
-    #[inline(always)]
-    fn store(place: &Place, b: u32, acc: &[f32; 64]) {
-        seq_macro::seq!(V in 0..64 {
-            place.store(b, V, acc[V]);
-        });
-    }
-    #[inline(always)]
-    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 64]) {
-        seq_macro::seq!(Q in 0..16 {
-            memory::st_global_v4_b32(
-                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
-                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
-            );
-        });
-    }
-}
-
-impl Rows for Decode {
-    const ROWS: u32 = 16;
-    type Acc = [f32; 8];
-    const ZERO: [f32; 8] = [0.0; 8];
-    #[inline(always)]
-    unsafe fn mma<E: Element>(acc: &mut [f32; 8], a: &[u32; 4], b: SmemDesc, accumulate: bool) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            match E::BF16 {
-                true => wgmma::mma_async_rs_bf16_m64n16(acc, a, b, accumulate),
-                false => wgmma::mma_async_rs_m64n16(acc, a, b, accumulate),
-            }
-        }
-    }
-    #[inline(always)]
-    fn fence_operand(acc: &mut [f32; 8]) {
-        wgmma::fence_operand(acc);
-    }
-    #[inline(always)]
-    fn store(place: &Place, b: u32, acc: &[f32; 8]) {
-        seq_macro::seq!(V in 0..8 {
-            place.store(b, V, acc[V]);
-        });
-    }
-    #[inline(always)]
-    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; 8]) {
-        seq_macro::seq!(Q in 0..2 {
-            memory::st_global_v4_b32(
-                partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
-                [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
-            );
-        });
-    }
-}
-
-const _: () = assert!(
-    WGMMA_M * Prefill::ROWS / WARPGROUP == 64
-        && WGMMA_M * Medium::ROWS / WARPGROUP == 32
-        && WGMMA_M * Decode::ROWS / WARPGROUP == 8
+tile_rows!(
+    /// 128-row tiles.
+    Prefill, 128, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
+);
+tile_rows!(
+    /// 64-row tiles, for M from 17 to 64.
+    Medium, 64, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
+);
+tile_rows!(
+    /// 16-row tiles, for M up to 16.
+    Decode, 16, 8, 2, mma_async_rs_m64n16, mma_async_rs_bf16_m64n16
 );
 
 /// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
@@ -527,13 +464,13 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
 
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
 /// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
-/// in waves of one CTA per SM with prefill tiles (150 KiB of shared memory each), two
-/// with decode tiles (66 KiB, 95 registers per thread, which only stream weights: twice
-/// the copies in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100,
-/// docs/perf-notes.md). When the last
-/// wave is at most half full, its tiles ([`split_tiles`]) split their K stages over as
-/// many CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT`
-/// stages: the last wave then takes a fraction of a tile's time instead of a whole one.
+/// in waves of one CTA per SM with prefill and medium tiles (150 and 102 KiB of shared
+/// memory, 153 registers per thread for medium), two with decode tiles (66 KiB, 95
+/// registers per thread, which only stream weights: twice the copies in flight took
+/// 1x7168x16384 from 67.1 to 53.4 us on an H100, docs/perf-notes.md). When the last wave
+/// is at most half full, its tiles ([`split_tiles`]) split their K stages over as many
+/// CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT` stages: the
+/// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the three M = 128 benchmark
 /// shapes: 28 tiles x 4, 16 x 8, 28 x 4; on 114, 16 x 7 instead of 16 x 8, which would
 /// leave 14 CTAs for a second wave); 2304x4608x7168's 324 tiles run as two whole waves of
