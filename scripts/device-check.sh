@@ -68,6 +68,11 @@ run 120 $HOST --shape 64x7168x16384 --kernel sm90v2 --iters 20
 run 120 $HOST --shape 40x4096x7168 --kernel sm90v2 --mode w4a16 --alpha 0.375 --bias --out-dtype bf16 --iters 5
 run 120 $HOST --shape 17x7168x2048x2 --kernel sm90v2 --mode w4a16-bf16 --iters 5
 
+step "wide tiles (M > 128, 256 activation rows) on sm90v2, NVFP4 and W4A16"
+run 120 $HOST --shape 2304x4608x7168 --kernel sm90v2 --iters 20
+run 120 $HOST --shape 512x4096x7168 --kernel sm90v2 --mode w4a16 --alpha 0.375 --bias --out-dtype bf16 --iters 5
+run 120 $HOST --shape 200x7168x2048x2 --kernel sm90v2 --mode w4a16-bf16 --iters 5
+
 step "W4A16 with bf16 activations on sm90v2"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --mode w4a16-bf16 --iters 20
 run 120 $HOST --shape 33x130x80x2 --kernel sm90v2 --mode w4a16-bf16 --alpha 0.375 --bias --out-dtype bf16 --iters 3
@@ -95,8 +100,8 @@ if [ "$mode" != quick ]; then
     run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST selftest --probes
   done
 
-  step "compute-sanitizer on sm90v2 (unsplit with tails, a split-K shape, medium tiles split 8 ways, decode tiles split 16 ways)"
-  for shape in 129x300x1024 128x4096x7168 33x520x4096 5x260x4096; do
+  step "compute-sanitizer on sm90v2 (wide tiles with tails, a split-K shape, wide, medium and decode tiles split 8-16 ways)"
+  for shape in 129x300x1024 128x4096x7168 200x130x4096 33x520x4096 5x260x4096; do
     for tool in memcheck racecheck synccheck; do
       run 300 compute-sanitizer --tool $tool --error-exitcode 9 $HOST --shape $shape --kernel sm90v2 --iters 0
     done
@@ -108,7 +113,7 @@ step "SASS of the Hopper kernels: HGMMA in the main loops, no local memory"
 if [ -f ./.gpu/sm90a.ptx ]; then
   run 120 ptxas -arch=sm_90a -v -o "$OUT/sm90a.cubin" ./.gpu/sm90a.ptx 2> "$OUT/ptxas-sm90a.txt"
   grep -E "C75|spill" "$OUT/ptxas-sm90a.txt" | sort | uniq -c
-  for fun in nvfp4_gemm_sm90 nvfp4_gemm_sm90v2 nvfp4_gemm_sm90v2_medium nvfp4_gemm_sm90v2_decode; do
+  for fun in nvfp4_gemm_sm90 nvfp4_gemm_sm90v2 nvfp4_gemm_sm90v2_wide nvfp4_gemm_sm90v2_medium nvfp4_gemm_sm90v2_decode; do
     cuobjdump -sass -fun $fun "$OUT/sm90a.cubin" > "$OUT/$fun.sass"
     echo "$fun: $(grep -c HGMMA "$OUT/$fun.sass") HGMMA, $(grep -cE 'LDL|STL' "$OUT/$fun.sass") local loads/stores"
   done

@@ -117,12 +117,7 @@ impl Gemms {
         let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
         let module = ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
         let mut functions = Vec::new();
-        // A step may be skipped for some shapes, and sm90v2 has decode (M <= 16), medium
-        // (M <= 64) and prefill entry points: these three shapes with a long K have them all.
-        let every_step =
-            [1, 64, 256].map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"));
-        let sms = info.multiprocessors;
-        for step in every_step.into_iter().flat_map(|shape| kernel.steps(shape, sms)) {
+        for step in kernel.every_step(info.multiprocessors) {
             if functions.iter().any(|(entry, _)| *entry == step.entry) {
                 continue;
             }

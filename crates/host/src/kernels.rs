@@ -267,6 +267,20 @@ impl Kernel {
         }
     }
 
+    /// Every launch any call may make on `sms` SMs (each entry point at least once, with
+    /// its largest shared memory): what loading the kernel prepares. A step may be skipped
+    /// for some shapes, and sm90v2 has an entry point per tile height: one shape per
+    /// height, each with a long K (so it splits K), has them all.
+    pub fn every_step(self, sms: u32) -> Vec<Step> {
+        let heights =
+            [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M];
+        heights
+            .into_iter()
+            .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .flat_map(|shape| self.steps(shape, sms))
+            .collect()
+    }
+
     /// FLOP per clock per SM of the unit the kernel computes on, for compute capability
     /// `cc`: the arithmetic limit its speed is compared with.
     pub fn unit_flop_per_clk_per_sm(self, cc: (u32, u32)) -> (f64, &'static str) {
@@ -390,6 +404,25 @@ mod tests {
         assert!(err.contains("has 9.0"), "{err}");
         assert!(err.contains("kernels that run here: naive, sm90, sm90v2"), "{err}");
         assert!(Kernel::Sm100.check_device(&device((10, 0))).is_ok());
+    }
+
+    /// Loading a kernel prepares every GEMM entry point its PTX has (a tile height that
+    /// `every_step` missed would fail at its first call with "not loaded").
+    #[test]
+    fn every_step_reaches_every_entry_point() {
+        for k in Kernel::ALL {
+            let (target, main) = k.ptx();
+            let ptx = crate::embedded::target(target).expect("embedded target").ptx;
+            let steps = k.every_step(H100_SXM_SMS);
+            let names = ptx.lines().filter_map(|l| l.split(".entry ").nth(1)).map(|n| n.trim_end_matches('(').trim());
+            // sm90v2's entries: a prologue, GEMM and reduce per tile height.
+            let ours: Vec<&str> =
+                names.filter(|n| *n == main || (k == Kernel::Sm90v2 && n.contains("sm90v2"))).collect();
+            assert!(!ours.is_empty(), "{k}: no entry point found in {target}");
+            for name in ours {
+                assert!(steps.iter().any(|s| s.entry == name), "{k}: `{name}` is not among every_step's launches");
+            }
+        }
     }
 
     #[test]

@@ -39,12 +39,15 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2",
             "nvfp4_gemm_sm90v2_decode",
             "nvfp4_gemm_sm90v2_medium",
+            "nvfp4_gemm_sm90v2_wide",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
             "nvfp4_sm90v2_medium_prepare",
             "nvfp4_sm90v2_medium_reduce",
             "nvfp4_sm90v2_prepare",
-            "nvfp4_sm90v2_reduce"
+            "nvfp4_sm90v2_reduce",
+            "nvfp4_sm90v2_wide_prepare",
+            "nvfp4_sm90v2_wide_reduce"
         ]
     );
     assert_eq!(entries("sm100a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
@@ -154,7 +157,12 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    for (name, n) in [("nvfp4_gemm_sm90v2", 128), ("nvfp4_gemm_sm90v2_medium", 64), ("nvfp4_gemm_sm90v2_decode", 16)] {
+    for (name, n) in [
+        ("nvfp4_gemm_sm90v2", 128),
+        ("nvfp4_gemm_sm90v2_medium", 64),
+        ("nvfp4_gemm_sm90v2_decode", 16),
+        ("nvfp4_gemm_sm90v2_wide", 128),
+    ] {
         let body = entry(name);
         // fp16 operands, and bf16 for bf16 activations (W4A16).
         for ty in ["f16", "bf16"] {
@@ -169,6 +177,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     for (prepare, reduce, load) in [
         ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", "ld.global.cg.v4.b32"),
         ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", "ld.global.cg.v4.b32"),
+        ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", "ld.global.cg.v4.b32"),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", "ld.global.v4.b32"),
     ] {
         let (prepare, reduce) = (entry(prepare), entry(reduce));

@@ -92,10 +92,40 @@ fn medium_tiles_match_the_reference_under_emulation() {
     }
     check_w4a16("33x260x2048", false, 3);
     check_w4a16_in("64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
-    // The tile height switches exactly at 16 / 17 and 64 / 65.
+    // The tile height switches exactly at 16 / 17, 64 / 65 and 128 / 129.
     assert_eq!(sm90v2::entries(16)[1], "nvfp4_gemm_sm90v2_decode");
     assert_eq!(sm90v2::entries(64)[1], "nvfp4_gemm_sm90v2_medium");
     assert_eq!(sm90v2::entries(65)[1], "nvfp4_gemm_sm90v2");
+    assert_eq!(sm90v2::entries(128)[1], "nvfp4_gemm_sm90v2");
+    assert_eq!(sm90v2::entries(129)[1], "nvfp4_gemm_sm90v2_wide");
+    // Above, wide tiles unless the last one would be at most half full.
+    for (m, entry) in [
+        (256, "nvfp4_gemm_sm90v2_wide"),
+        (257, "nvfp4_gemm_sm90v2"),
+        (384, "nvfp4_gemm_sm90v2"),
+        (385, "nvfp4_gemm_sm90v2_wide"),
+        (2304, "nvfp4_gemm_sm90v2_wide"),
+    ] {
+        assert_eq!(sm90v2::entries(m)[1], entry, "M = {m}");
+    }
+}
+
+/// M > 128 runs on 256-row tiles of 128 weight rows (each warpgroup's 64 converted once for
+/// both 128-row halves of the activations): M and N tails with L = 3 (one stage), a full
+/// 256 over rings that wrap, split K with tails, W4A16 in fp16 and bf16 with an epilogue
+/// variant, and rows 129..255 of a partly empty second half.
+#[test]
+fn wide_tiles_match_the_reference_under_emulation() {
+    for (shape, want_splits) in [("129x300x64x3", 1), ("256x260x448", 1), ("200x130x4096", 8)] {
+        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
+        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_wide", "{shape}");
+        assert_eq!(splits(shape), want_splits, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+    check_w4a16("400x200x512", true, 5);
+    check_w4a16_in("160x77x80x2", false, 6, nvfp4::operand::AFormat::Bf16);
 }
 
 /// W4A16 (fp16 A) on `shape`, through the first epilogue variant when `variant`: bit-exact

@@ -16,7 +16,7 @@
 //! 1. [`prepare`] (`nvfp4_sm90v2_prepare`): dequantizes A once per call into the
 //!    workspace, as fp16 images that are byte for byte the shared-memory tiles the main
 //!    kernel needs: per (batch, 128-row block of M, 64-value K stage) one 16 KiB image of
-//!    128 rows x 128 bytes, already 128B-swizzled and with K permuted as the weight
+//!    128 rows x 128 bytes (other tile heights: their rows, see [`Rows`]), already 128B-swizzled and with K permuted as the weight
 //!    fragments imply (see "K order" below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
 //!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
@@ -89,6 +89,16 @@
 //! weights, their conversion and the ring are the same; every launch has an entry point
 //! per tile height ([`entries`]).
 //!
+//! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
+//! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
+//! activation rows and 128 weight rows: each warpgroup converts its 64 weight rows once
+//! and issues both `wgmma m64n128k16` on the same fragments, one per 128-row half of the
+//! image, so each weight value is converted half as often per row of C. Wide tiles are
+//! chosen only when they pad M no more than 128-row tiles do (the last 256-row tile more
+//! than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512 rows where three
+//! 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us at
+//! 384x7168x2304).
+//!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
 //! bf16 activations each fp16 pair is converted to bf16 (exact) for `wgmma ... .bf16.bf16`
@@ -130,15 +140,29 @@ const WGMMA_K: u32 = 16;
 /// Threads per warp / warpgroup.
 const WARP: u32 = 32;
 const WARPGROUP: u32 = 128;
-/// Consumer warpgroups, and m64 weight blocks each one multiplies.
+/// Consumer warpgroups, and accumulator blocks (m64 x the wgmma N) each one holds.
 const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
-/// Weight rows (columns of C) per CTA tile.
-pub const BLOCK_N: u32 = CONSUMERS * BLOCKS as u32 * WGMMA_M;
+/// The m64 weight blocks a warpgroup multiplies on `rows`-row tiles: one per accumulator
+/// block, or on wide tiles one for both (see [`Rows`]: the two blocks are the two 128-row
+/// halves of the activations against the same converted weights).
+const fn weight_blocks(rows: u32) -> u32 {
+    if rows == Wide::ROWS { 1 } else { BLOCKS as u32 }
+}
+/// Activation rows of one accumulator block (the wgmma N).
+const fn block_rows(rows: u32) -> u32 {
+    rows * weight_blocks(rows) / BLOCKS as u32
+}
+/// Weight rows (columns of C) per CTA tile with `rows`-row tiles: 256, or 128 on wide tiles.
+pub const fn block_n(rows: u32) -> u32 {
+    CONSUMERS * weight_blocks(rows) * WGMMA_M
+}
 /// M up to this runs on decode tiles (see [`Rows`]).
 pub const DECODE_MAX_M: u32 = 16;
 /// M up to this (and above [`DECODE_MAX_M`]) runs on medium tiles (see [`Rows`]).
 pub const MEDIUM_MAX_M: u32 = 64;
+/// M up to this runs on 128-row tiles, above it on wide ones where they fit ([`rows_for`]).
+pub const PREFILL_MAX_M: u32 = 128;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
@@ -179,21 +203,29 @@ const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
 pub const fn act_stage_bytes(rows: u32) -> u32 {
     rows * ROW_F16_BYTES
 }
-/// The stage's raw weights as they lie in B: BLOCK_N rows x 32 bytes, row-major.
-const WEIGHT_STAGE_BYTES: u32 = BLOCK_N * ROW_RAW_BYTES;
+/// The stage's raw weights as they lie in B: `block_n` rows x 32 bytes, row-major.
+const fn weight_stage_bytes(rows: u32) -> u32 {
+    block_n(rows) * ROW_RAW_BYTES
+}
 /// The stage's weight scales: one blocked-layout tile (128 rows x 4 scales, 512 bytes) per
 /// 128 weight rows, copied as they lie in SFB.
-const SCALE_STAGE_BYTES: u32 = BLOCK_N / layout::TILE_ROWS * layout::TILE_BYTES;
-/// One ring slot: the activation image, then the raw weights and their scales.
-const fn stage_bytes(rows: u32) -> u32 {
-    act_stage_bytes(rows) + WEIGHT_STAGE_BYTES + SCALE_STAGE_BYTES
+const fn scale_stage_bytes(rows: u32) -> u32 {
+    block_n(rows) / layout::TILE_ROWS * layout::TILE_BYTES
+}
+/// A ring slot's raw part: the stage's weights, then their scales.
+const fn raw_stage_bytes(rows: u32) -> u32 {
+    weight_stage_bytes(rows) + scale_stage_bytes(rows)
 }
 /// 16-byte chunks of a stage's weights and scales, and of one weight row; every consumer
-/// thread copies `WEIGHT_CHUNKS / THREADS` weight chunks, the first `SCALE_CHUNKS` threads
+/// thread copies `weight_chunks / THREADS` weight chunks, the first `scale_chunks` threads
 /// one scale chunk each.
-const WEIGHT_CHUNKS: u32 = WEIGHT_STAGE_BYTES / CHUNK;
+const fn weight_chunks(rows: u32) -> u32 {
+    weight_stage_bytes(rows) / CHUNK
+}
 const ROW_CHUNKS: u32 = ROW_RAW_BYTES / CHUNK;
-const SCALE_CHUNKS: u32 = SCALE_STAGE_BYTES / CHUNK;
+const fn scale_chunks(rows: u32) -> u32 {
+    scale_stage_bytes(rows) / CHUNK
+}
 /// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
 const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
 /// Leading byte offset: unused by a swizzled K-major operand one atom wide in K.
@@ -212,8 +244,7 @@ const FRAG_BUFFERS: usize = IN_FLIGHT as usize + 1;
 const BARRIER_CTA: u32 = 0;
 
 const _: () = assert!(THREAD_RAW_BYTES == 8, "one 8-byte load per thread per row per stage: two words");
-const _: () = assert!(CHUNK == rows::CHUNK && WEIGHT_CHUNKS.is_multiple_of(THREADS) && SCALE_CHUNKS <= THREADS);
-const _: () = assert!(BLOCK_N.is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
+const _: () = assert!(CHUNK == rows::CHUNK);
 const _: () = assert!(THREAD_RAW_BYTES * 2 == SF_VECTOR, "a thread's values are exactly one scale block");
 const _: () = assert!(PAIRS == 2 * STEPS, "each k16 step uses two pairs of every row");
 const _: () = assert!(PAIRS * CHUNK == ROW_F16_BYTES, "chunk i of an image row holds H[i] of the 4 threads");
@@ -228,11 +259,16 @@ const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the 
 // Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
 // ---------------------------------------------------------------------------------------
 
-/// The ring: [STAGES] slots of [activation image: `rows` x 128 B fp16,
-/// 128B-swizzled][weights: BLOCK_N rows x 32 B e2m1][scales: BLOCK_N / 128 tiles x 512 B],
-/// from offset 0; then the mbarriers: full[STAGES], then empty[STAGES].
+/// The ring: slot s is [activation image: `rows` x 128 B fp16, 128B-swizzled] at
+/// s x image bytes from offset 0, and [weights: `block_n` rows x 32 B e2m1][scales:
+/// `block_n` / 128 tiles x 512 B] at s x raw bytes after the STAGES images (the images
+/// stay 1024-aligned whatever the raw part's size); then the mbarriers: full[STAGES], then
+/// empty[STAGES].
+const fn raw_offset(rows: u32) -> u32 {
+    STAGES * act_stage_bytes(rows)
+}
 const fn full_offset(rows: u32) -> u32 {
-    STAGES * stage_bytes(rows)
+    raw_offset(rows) + STAGES * raw_stage_bytes(rows)
 }
 const fn empty_offset(rows: u32) -> u32 {
     full_offset(rows) + STAGES * MBARRIER_BYTES
@@ -241,14 +277,18 @@ const fn empty_offset(rows: u32) -> u32 {
 pub const fn smem_bytes(rows: u32) -> u32 {
     empty_offset(rows) + STAGES * MBARRIER_BYTES
 }
-/// The most any sm90v2 launch uses (prefill tiles).
-pub const SMEM_BYTES: u32 = smem_bytes(Prefill::ROWS);
+/// The most any sm90v2 launch uses (wide tiles).
+pub const SMEM_BYTES: u32 = smem_bytes(Wide::ROWS);
 
 const _: () = {
     let mut i = 0;
-    while i < 3 {
-        let rows = [Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
-        assert!(stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+    while i < 4 {
+        let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
+        assert!(smem_bytes(rows) <= SMEM_BYTES, "wide tiles use the most");
+        assert!(act_stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+        assert!(raw_stage_bytes(rows).is_multiple_of(CHUNK), "16-byte copies into the raw part");
+        assert!(weight_chunks(rows).is_multiple_of(THREADS) && scale_chunks(rows) <= THREADS);
+        assert!(block_n(rows).is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
         assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
         assert!(rows.is_multiple_of(8) && rows <= 256, "a valid wgmma N");
@@ -271,15 +311,15 @@ struct Smem {
 
 impl Smem {
     fn act(self, slot: u32) -> SmemAddr {
-        self.base.offset(slot * stage_bytes(self.rows))
+        self.base.offset(slot * act_stage_bytes(self.rows))
     }
     /// The raw weights of slot `slot`: row r of the tile at 32·r.
     fn weights(self, slot: u32) -> SmemAddr {
-        self.act(slot).offset(act_stage_bytes(self.rows))
+        self.base.offset(raw_offset(self.rows) + slot * raw_stage_bytes(self.rows))
     }
     /// The weight scales of slot `slot`: scale t of tile row r at `layout::offset(r, t, 4)`.
     fn scales(self, slot: u32) -> SmemAddr {
-        self.weights(slot).offset(WEIGHT_STAGE_BYTES)
+        self.weights(slot).offset(weight_stage_bytes(self.rows))
     }
     /// Guards "slot holds this stage's activations, weights and scales".
     fn full(self, slot: u32) -> Mbarrier {
@@ -292,14 +332,15 @@ impl Smem {
 }
 
 // ---------------------------------------------------------------------------------------
-// Three tile heights: prefill (128 activation rows), medium (64) and decode (16)
+// Four tile heights: wide (256 activation rows), prefill (128), medium (64), decode (16)
 // ---------------------------------------------------------------------------------------
 
-/// The activation rows of a tile, the wgmma N: 128 when M > [`MEDIUM_MAX_M`], 64 when M >
-/// [`DECODE_MAX_M`], else 16. At decode sizes (M = 1..16) 128-row tiles would multiply
-/// mostly zero rows: the 16-row tile keeps the same weight stream and conversion and does
-/// 1/8 of the MMA work, on 1/8 of the activation bytes and accumulators; the 64-row tile
-/// does half.
+/// The activation rows of a tile ([`rows_for`] picks one per call): 256, 128, 64 or 16.
+/// The wgmma N is 128 on wide and prefill tiles, else the tile's rows. At decode sizes
+/// (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile keeps the
+/// same weight stream and conversion and does 1/8 of the MMA work, on 1/8 of the
+/// activation bytes and accumulators; the 64-row tile does half. The wide tile halves the
+/// weight rows instead and multiplies each warpgroup's converted fragments twice.
 pub trait Rows: Copy {
     /// Activation rows per tile (the wgmma N).
     const ROWS: u32;
@@ -365,7 +406,7 @@ macro_rules! tile_rows {
         #[derive(Clone, Copy, Debug)]
         pub struct $name;
 
-        const _: () = assert!(WGMMA_M * $rows / WARPGROUP == $acc && quads($rows) == $quads);
+        const _: () = assert!(WGMMA_M * block_rows($rows) / WARPGROUP == $acc && quads($rows) == $quads);
 
         impl Rows for $name {
             const ROWS: u32 = $rows;
@@ -406,6 +447,12 @@ macro_rules! tile_rows {
 }
 
 tile_rows!(
+    /// 256-row tiles, for M above 128: 128 weight rows, each warpgroup's 64 converted once
+    /// for both 128-row halves of the activations (two `wgmma m64n128k16` on the same A
+    /// fragments): half the conversion and raw weights per MMA of a 128-row tile.
+    Wide, 256, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
+);
+tile_rows!(
     /// 128-row tiles.
     Prefill, 128, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
@@ -418,9 +465,9 @@ tile_rows!(
     Decode, 16, 8, 2, mma_async_rs_m64n16, mma_async_rs_bf16_m64n16
 );
 
-/// Register quads (4 accumulators, one 16-byte partial store) per m64 block.
+/// Register quads (4 accumulators, one 16-byte partial store) per accumulator block.
 const fn quads(rows: u32) -> u32 {
-    WGMMA_M * rows / WARPGROUP / 4
+    WGMMA_M * block_rows(rows) / WARPGROUP / 4
 }
 
 // ---------------------------------------------------------------------------------------
@@ -441,25 +488,30 @@ const _: () = assert!(
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(rows: u32) -> u32 {
-    BLOCK_N * rows * F32_BYTES
+    block_n(rows) * rows * F32_BYTES
 }
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
 /// The tile height for M: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
-/// [`MEDIUM_MAX_M`], prefill tiles above.
+/// [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide tiles unless they
+/// would pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile
+/// would be at most half full).
 pub const fn rows_for(m: u32) -> u32 {
+    let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
         Decode::ROWS
     } else if m <= MEDIUM_MAX_M {
         Medium::ROWS
-    } else {
+    } else if m <= PREFILL_MAX_M || (wide_tail > 0 && wide_tail <= PREFILL_MAX_M) {
         Prefill::ROWS
+    } else {
+        Wide::ROWS
     }
 }
 
 const fn tiles(m: u32, n: u32, l: u32) -> u32 {
-    n.div_ceil(BLOCK_N) * m.div_ceil(rows_for(m)) * l
+    n.div_ceil(block_n(rows_for(m))) * m.div_ceil(rows_for(m)) * l
 }
 
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
@@ -576,7 +628,7 @@ struct Unit {
 
 impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
-        let n_tiles = args.n.div_ceil(BLOCK_N);
+        let n_tiles = args.n.div_ceil(block_n(R::ROWS));
         let m_tiles = args.m.div_ceil(R::ROWS);
         let (m, n, k, l, sms) = (args.m, args.n, args.k, args.l, args.sms);
         Problem {
@@ -608,7 +660,7 @@ impl Problem {
         Unit {
             l,
             m_tile,
-            n0: n_tile * BLOCK_N,
+            n0: n_tile * block_n(self.rows),
             index,
             split,
             splits,
@@ -800,9 +852,9 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), bytes, full);
 }
 
-/// Every consumer thread's share of stage `kb`'s weights: `WEIGHT_CHUNKS / THREADS`
-/// 16-byte chunks of the tile's 256 x 32-byte rows (chunk c: row c / 2, half c % 2, so a
-/// warp reads 16 whole 32-byte sectors), and for the first `SCALE_CHUNKS` threads one chunk
+/// Every consumer thread's share of stage `kb`'s weights: `weight_chunks / THREADS`
+/// 16-byte chunks of the tile's `block_n` x 32-byte rows (chunk c: row c / 2, half c % 2, so
+/// a warp reads 16 whole 32-byte sectors), and for the first `scale_chunks` threads one chunk
 /// of the stage's scale tiles, all with `cp.async` into slot `slot`. The caller commits
 /// them as one group and arrives on `full[slot]` once `cp.async.wait_group` has proved the
 /// group landed (`ANNOUNCE_AHEAD`), so any thread may read any other thread's copies after
@@ -815,14 +867,14 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u32) {
     let args = &p.args;
     let weights = args.b + unit.l as u64 * args.n as u64 * p.row_bytes;
-    for i in 0..WEIGHT_CHUNKS / THREADS {
+    for i in 0..weight_chunks(p.rows) / THREADS {
         let chunk = tid + i * THREADS;
         let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
         let n = (unit.n0 + row).min(args.n - 1);
         let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
         rows::copy_chunk(dst, weights + n as u64 * p.row_bytes, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32);
     }
-    if tid < SCALE_CHUNKS {
+    if tid < scale_chunks(p.rows) {
         let chunks_per_tile = layout::TILE_BYTES / CHUNK;
         let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
         let row_block = unit.n0 / layout::TILE_ROWS + tile;
@@ -852,9 +904,11 @@ struct OwnRows {
 }
 
 impl OwnRows {
+    /// Row i of the thread is row g (+8 for odd i) of warp w's 16 in weight block i / 2 of
+    /// warpgroup c; on wide tiles (one weight block) rows 2 and 3 are never read.
     #[inline(always)]
-    fn new(c: u32, w: u32, g: u32, t: u32) -> OwnRows {
-        let row = |i: u32| c * BLOCKS as u32 * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
+    fn new(c: u32, w: u32, g: u32, t: u32, weight_blocks: u32) -> OwnRows {
+        let row = |i: u32| c * weight_blocks * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
         OwnRows {
             values: core::array::from_fn(|i| row(i as u32) * ROW_RAW_BYTES + t * THREAD_RAW_BYTES),
             scales: core::array::from_fn(|i| layout::offset(row(i as u32), 0, layout::TILE_COLS) as u32),
@@ -863,14 +917,23 @@ impl OwnRows {
 
     /// Reads the thread's raw data of slot `slot` (after its `full` wait).
     #[inline(always)]
-    fn read(&self, smem: Smem, slot: u32, t: u32) -> Raw {
+    fn read(&self, smem: Smem, slot: u32, t: u32, weight_blocks: u32) -> Raw {
         let (weights, scales) = (smem.weights(slot), smem.scales(slot));
+        let used = |i: usize| (i as u32) < 2 * weight_blocks;
         Raw {
-            words: self.values.map(|o| {
-                let [lo, hi] = memory::ld_shared_v2_b32(weights.offset(o));
+            words: core::array::from_fn(|i| {
+                if !used(i) {
+                    return 0;
+                }
+                let [lo, hi] = memory::ld_shared_v2_b32(weights.offset(self.values[i]));
                 lo as u64 | (hi as u64) << 32
             }),
-            scales: self.scales.map(|o| scale_f16x2((memory::ld_shared_b32(scales.offset(o)) >> (8 * t)) & 0xFF)),
+            scales: core::array::from_fn(|i| {
+                if !used(i) {
+                    return 0;
+                }
+                scale_f16x2((memory::ld_shared_b32(scales.offset(self.scales[i])) >> (8 * t)) & 0xFF)
+            }),
         }
     }
 }
@@ -883,7 +946,7 @@ impl OwnRows {
 fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
-    let own = OwnRows::new(c, w, g, t);
+    let own = OwnRows::new(c, w, g, t, weight_blocks(R::ROWS));
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
@@ -917,7 +980,8 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // This stage's raw words and fp16x2 scales.
     let mut ring = RingPos::<STAGES>::START;
     smem.full(ring.slot).wait(ring.phase);
-    let mut raw = own.read(smem, ring.slot, t);
+    let weight_blocks = weight_blocks(R::ROWS);
+    let mut raw = own.read(smem, ring.slot, t, weight_blocks);
     let mut acc = [R::ZERO; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
     // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
@@ -937,28 +1001,37 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
             // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
             let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+            // Block 1's activations: the same rows, or on wide tiles the image's second
+            // half (its rows 128..256, whole swizzle atoms further).
+            let half = if weight_blocks == 1 { block_rows(R::ROWS) * ROW_F16_BYTES } else { 0 };
+            let act_1 = SmemDesc::new(smem.act(ring.slot).0 + half, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
             seq_macro::seq!(J in 0..4 {{
                 const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
                 seq_macro::seq!(B in 0..2 {
-                    // Rows g and g + 8 of block B: the thread's rows 2B and 2B + 1.
-                    frags[PARITY][B] = [
-                        h(raw.words[2 * B], 2 * J, scales[2 * B]),
-                        h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
-                        h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
-                        h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
-                    ]
-                    .map(E::from_f16x2);
+                    // Rows g and g + 8 of weight block B: the thread's rows 2B and 2B + 1
+                    // (wide tiles convert block 0 only, for both accumulator blocks).
+                    if B < weight_blocks {
+                        frags[PARITY][B] = [
+                            h(raw.words[2 * B], 2 * J, scales[2 * B]),
+                            h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
+                            h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
+                            h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
+                        ]
+                        .map(E::from_f16x2);
+                    }
                 });
                 // The fragments were just written: order that before the wgmmas read them.
                 wgmma::fence();
                 // k16 step J starts 32 bytes further into each 128-byte swizzle row.
                 let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
+                let b_desc_1 = act_1.advance(J * WGMMA_K * F16_BYTES);
+                let a_1 = if weight_blocks == 1 { &frags[PARITY][0] } else { &frags[PARITY][1] };
                 let accumulate = kb > begin || J > 0;
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
                 // this group, and the slot is not released before then.
                 unsafe {
                     R::mma::<E>(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
-                    R::mma::<E>(&mut acc[1], &frags[PARITY][1], b_desc, accumulate);
+                    R::mma::<E>(&mut acc[1], a_1, b_desc_1, accumulate);
                 }
                 wgmma::commit_group();
                 if J + 1 < STEPS {
@@ -978,7 +1051,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     next.advance();
                     let next = if kb + 1 < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
-                    raw = own.read(smem, next.slot, t);
+                    raw = own.read(smem, next.slot, t, weight_blocks);
                     if S == 1 {
                         // Drain at the loop's back-edge: the next pair's fragments are
                         // the same PTX registers as this pair's, and ptxas serializes
@@ -1063,6 +1136,10 @@ pub struct Place {
     /// n of block 0, register 0; m of register 0.
     n_base: u32,
     m_base: u32,
+    /// How far block b's rows lie from block 0's: in n (a weight block further), or on
+    /// wide tiles in m (the second half of the activations).
+    block_n_step: u32,
+    block_m_step: u32,
 }
 
 impl Place {
@@ -1077,16 +1154,18 @@ impl Place {
             epilogue: Epilogue::load(args),
             m_count: args.m,
             n_count: args.n,
-            n_base: n0 + c * BLOCKS as u32 * WGMMA_M + 16 * w + g,
+            n_base: n0 + c * weight_blocks(p.rows) * WGMMA_M + 16 * w + g,
             m_base: m_tile * p.rows + 2 * t,
+            block_n_step: if weight_blocks(p.rows) == 1 { 0 } else { WGMMA_M },
+            block_m_step: if weight_blocks(p.rows) == 1 { block_rows(p.rows) } else { 0 },
         }
     }
 
     /// Stores accumulator `v` of block `b`, if it lies inside C.
     #[inline(always)]
     fn store(&self, b: u32, v: u32, value: f32) {
-        let n = self.n_base + b * WGMMA_M + 8 * ((v / 2) % 2);
-        let m = self.m_base + 8 * (v / 4) + v % 2;
+        let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
+        let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
         if n < self.n_count && m < self.m_count {
             let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
             memory::st_global_b16(addr, self.epilogue.one(value, n));
@@ -1139,7 +1218,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
         }
         sum
     };
-    let place = Place::new(&p, l, m_tile, n_tile * BLOCK_N, ctid);
+    let place = Place::new(&p, l, m_tile, n_tile * block_n(R::ROWS), ctid);
     let (b, q) = (bq / quads(R::ROWS), bq % quads(R::ROWS));
     // Unrolled: a runtime index would put `sum` in local memory.
     seq_macro::seq!(E in 0..4 {
@@ -1176,6 +1255,7 @@ pub const fn entries(m: u32) -> [&'static str; 3] {
     match rows_for(m) {
         Decode::ROWS => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
         Medium::ROWS => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
+        Wide::ROWS => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
         _ => ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
     }
 }
@@ -1185,6 +1265,7 @@ pub fn bodies(m: u32) -> [fn(&GemmArgs); 3] {
     match rows_for(m) {
         Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
         Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
+        Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
         _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
     }
 }
@@ -1199,3 +1280,6 @@ gemm_entry_point!(nvfp4_sm90v2_decode_reduce => reduce::<Decode>);
 gemm_entry_point!(nvfp4_sm90v2_medium_prepare => prepare::<Medium>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_medium => gemm::<Medium>);
 gemm_entry_point!(nvfp4_sm90v2_medium_reduce => reduce::<Medium>);
+gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide>);
+gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);
