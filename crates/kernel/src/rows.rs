@@ -19,17 +19,29 @@ pub const CHUNK: u32 = 16;
 /// Bytes per half chunk: the alignment every row has.
 const HALF: u32 = CHUNK / 2;
 
+/// What L2 fetches from DRAM for a chunk (16-byte copies only; a hint).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum L2Prefetch {
+    /// The chunk's own 32-byte sector.
+    Sector,
+    /// The aligned 128-byte line around it ([`cp_async::cg_16_l2_128`]).
+    Line,
+}
+
 /// Copies bytes `[byte_in_row, byte_in_row + 16)` of the row at global address `row`
 /// (`row_bytes` long; pass 0 for a row past the matrix edge) into `dst`, zero-filling what
 /// lies past the row's end. `byte_in_row` is a multiple of 16.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn copy_chunk(dst: SmemAddr, row: u64, byte_in_row: u32, row_bytes: u32) {
+pub fn copy_chunk(dst: SmemAddr, row: u64, byte_in_row: u32, row_bytes: u32, l2_prefetch: L2Prefetch) {
     // A source of 0 with `src_size` 0 reads nothing.
     let source = |offset: u32, size: u32| if offset < row_bytes { (row + offset as u64, size) } else { (0, 0) };
     if row_bytes.is_multiple_of(CHUNK) {
         let (src, size) = source(byte_in_row, CHUNK);
-        cp_async::cg_16(dst, src, size);
+        match l2_prefetch {
+            L2Prefetch::Sector => cp_async::cg_16(dst, src, size),
+            L2Prefetch::Line => cp_async::cg_16_l2_128(dst, src, size),
+        }
     } else {
         for half in 0..CHUNK / HALF {
             let (src, size) = source(byte_in_row + half * HALF, HALF);

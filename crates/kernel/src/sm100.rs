@@ -496,7 +496,13 @@ impl Operand {
             // Logical chunk `chunk` of row r, XOR-swizzled on the absolute address (the
             // XOR moves whole 16-byte chunks, so a chunk's halves stay together).
             let addr = Swizzle::B128.apply(dst.offset(r * ROW_BYTES + chunk * CHUNK).0);
-            rows::copy_chunk(SmemAddr(addr), self.rows + r as u64 * p.row_bytes as u64, byte_in_row, row_bytes);
+            rows::copy_chunk(
+                SmemAddr(addr),
+                self.rows + r as u64 * p.row_bytes as u64,
+                byte_in_row,
+                row_bytes,
+                rows::L2Prefetch::Sector,
+            );
             r += step;
         }
     }

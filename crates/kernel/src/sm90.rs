@@ -314,7 +314,13 @@ impl RowSource {
     fn stage(self, kb: u32, raw: SmemAddr, raw_sf: SmemAddr, sf_cols: u32) {
         for c in 0..ROW_RAW_BYTES / CHUNK {
             let offset = c * CHUNK;
-            rows::copy_chunk(raw.offset(offset), self.values, kb * ROW_RAW_BYTES + offset, self.bytes);
+            rows::copy_chunk(
+                raw.offset(offset),
+                self.values,
+                kb * ROW_RAW_BYTES + offset,
+                self.bytes,
+                rows::L2Prefetch::Sector,
+            );
         }
         // The blocked layout puts k-step kb's tile of this row block `kb` tiles further on.
         let tile_step = layout::tile_offset(0, kb, sf_cols) - layout::tile_offset(0, 0, sf_cols);

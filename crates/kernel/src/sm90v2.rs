@@ -167,6 +167,12 @@ pub const PREFILL_MAX_M: u32 = 128;
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
 const STEPS: u32 = BLOCK_K / WGMMA_K;
+/// What L2 fetches from DRAM per weight chunk: a stage reads 32 bytes of each row and the
+/// next three stages the rest of its 128-byte line, so L2 fetches the line at once. On an
+/// H100 (docs/perf-notes.md, session 14): 1x7168x16384 55.0 -> 48.7 us, 128x7168x16384
+/// 69.3 -> 67.4 us; fetching 256 bytes was slower than 128 (49.8 and 68.6 us: what a split
+/// does not read is fetched too, 76 MB from DRAM instead of 68 at M = 1).
+const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
 /// Activation images in flight.
 pub const STAGES: u32 = 6;
 /// Stages between a slot's release and its refill (see the header).
@@ -872,7 +878,8 @@ fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u
         let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
         let n = (unit.n0 + row).min(args.n - 1);
         let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
-        rows::copy_chunk(dst, weights + n as u64 * p.row_bytes, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32);
+        let row = weights + n as u64 * p.row_bytes;
+        rows::copy_chunk(dst, row, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32, WEIGHT_L2_PREFETCH);
     }
     if tid < scale_chunks(p.rows) {
         let chunks_per_tile = layout::TILE_BYTES / CHUNK;

@@ -26,6 +26,23 @@ pub fn cg_16(dst: SmemAddr, src: u64, src_size: u32) {
     emu::ops::cp_async::copy(dst.0, src, 16, src_size)
 }
 
+/// `cp.async.cg.shared.global.L2::128B [dst], [src], 16, src_size;` — [`cg_16`], and L2
+/// fetches the whole aligned 128 bytes around `src` from DRAM (a hint: nothing changes in
+/// what is copied). For a row read 32 bytes at a time by stages that come one after
+/// another, the next three stages' bytes then arrive with this one in one DRAM request
+/// instead of one 32-byte sector request each.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cg_16_l2_128(dst: SmemAddr, src: u64, src_size: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `cg_16`.
+    unsafe {
+        asm!("cp.async.cg.shared.global.L2::128B [{}], [{}], 16, {};", in(reg32) dst.0, in(reg64) src, in(reg32) src_size, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::cp_async::copy(dst.0, src, 16, src_size)
+}
+
 /// `cp.async.ca.shared.global [dst], [src], 4, src_size;` — a 4-byte copy (cached in L1).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
