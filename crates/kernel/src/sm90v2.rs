@@ -112,9 +112,10 @@
 //! Here 8 warps convert only the weights, straight into registers, activations are
 //! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
-//! halves the last wave of 2304x4608x7168). Measured on an H100: 71 / 32 / 26 / 272 us
-//! against v1's 279 / 126 / 43 / 608 on the four benchmark shapes (docs/perf-notes.md,
-//! with where the remaining time goes).
+//! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
+//! 256 rows of M. Measured on an H100: 68.5 / 31.4 / 25.4 / 236 us against v1's 278 / 126
+//! / 43 / 607 on the four benchmark shapes (docs/perf-notes.md, with where the remaining
+//! time goes).
 
 use nvfp4::layout;
 use nvfp4::operand::AFormat;
