@@ -16,8 +16,9 @@
 //! 1. [`prepare`] (`nvfp4_sm90v2_prepare`): dequantizes A once per call into the
 //!    workspace, as fp16 images that are byte for byte the shared-memory tiles the main
 //!    kernel needs: per (batch, 128-row block of M, 64-value K stage) one 16 KiB image of
-//!    128 rows x 128 bytes (other tile heights: their rows, see [`Rows`]), already 128B-swizzled and with K permuted as the weight
-//!    fragments imply (see "K order" below). Rows past M are zeros.
+//!    128 rows x 128 bytes (other tile heights: their rows, see [`Rows`]), already
+//!    128B-swizzled and with K permuted as the weight fragments imply (see "K order"
+//!    below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
 //!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
 //!    `cp.async.bulk` by consumer thread 0) and its raw weights and scales as they lie in
@@ -153,6 +154,14 @@ const fn weight_blocks(rows: u32) -> u32 {
 /// Activation rows of one accumulator block (the wgmma N).
 const fn block_rows(rows: u32) -> u32 {
     rows * weight_blocks(rows) / BLOCKS as u32
+}
+/// How far accumulator block 1's rows of C lie from block 0's: a weight block further in n,
+/// or on wide tiles (both blocks on the same weights) an activation half further in m.
+const fn block_n_step(rows: u32) -> u32 {
+    if weight_blocks(rows) == 1 { 0 } else { WGMMA_M }
+}
+const fn block_m_step(rows: u32) -> u32 {
+    if weight_blocks(rows) == 1 { block_rows(rows) } else { 0 }
 }
 /// Weight rows (columns of C) per CTA tile with `rows`-row tiles: 256, or 128 on wide tiles.
 pub const fn block_n(rows: u32) -> u32 {
@@ -909,6 +918,8 @@ struct OwnRows {
     values: [u32; 4],
     /// Offset of each row's 4-byte scale group (the thread's scale is byte t of it).
     scales: [u32; 4],
+    /// Rows the thread reads: 4, or 2 on wide tiles (one weight block).
+    rows_read: u32,
 }
 
 impl OwnRows {
@@ -918,6 +929,7 @@ impl OwnRows {
     fn new(c: u32, w: u32, g: u32, t: u32, weight_blocks: u32) -> OwnRows {
         let row = |i: u32| c * weight_blocks * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
         OwnRows {
+            rows_read: 2 * weight_blocks,
             values: core::array::from_fn(|i| row(i as u32) * ROW_RAW_BYTES + t * THREAD_RAW_BYTES),
             scales: core::array::from_fn(|i| layout::offset(row(i as u32), 0, layout::TILE_COLS) as u32),
         }
@@ -925,9 +937,9 @@ impl OwnRows {
 
     /// Reads the thread's raw data of slot `slot` (after its `full` wait).
     #[inline(always)]
-    fn read(&self, smem: Smem, slot: u32, t: u32, weight_blocks: u32) -> Raw {
+    fn read(&self, smem: Smem, slot: u32, t: u32) -> Raw {
         let (weights, scales) = (smem.weights(slot), smem.scales(slot));
-        let used = |i: usize| (i as u32) < 2 * weight_blocks;
+        let used = |i: usize| (i as u32) < self.rows_read;
         Raw {
             words: core::array::from_fn(|i| {
                 if !used(i) {
@@ -989,7 +1001,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let mut ring = RingPos::<STAGES>::START;
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::ROWS);
-    let mut raw = own.read(smem, ring.slot, t, weight_blocks);
+    let mut raw = own.read(smem, ring.slot, t);
     let mut acc = [R::ZERO; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
     // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
@@ -1011,8 +1023,12 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
             let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
             // Block 1's activations: the same rows, or on wide tiles the image's second
             // half (its rows 128..256, whole swizzle atoms further).
-            let half = if weight_blocks == 1 { block_rows(R::ROWS) * ROW_F16_BYTES } else { 0 };
-            let act_1 = SmemDesc::new(smem.act(ring.slot).0 + half, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+            let act_1 = SmemDesc::new(
+                smem.act(ring.slot).0 + block_m_step(R::ROWS) * ROW_F16_BYTES,
+                LBO_UNUSED,
+                SWIZZLE_ATOM_BYTES,
+                Swizzle::B128,
+            );
             seq_macro::seq!(J in 0..4 {{
                 const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
                 seq_macro::seq!(B in 0..2 {
@@ -1033,7 +1049,8 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                 // k16 step J starts 32 bytes further into each 128-byte swizzle row.
                 let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
                 let b_desc_1 = act_1.advance(J * WGMMA_K * F16_BYTES);
-                let a_1 = if weight_blocks == 1 { &frags[PARITY][0] } else { &frags[PARITY][1] };
+                // Block 1's weights: weight block 1, or on wide tiles block 0 again.
+                let a_1 = &frags[PARITY][1 % weight_blocks as usize];
                 let accumulate = kb > begin || J > 0;
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
                 // this group, and the slot is not released before then.
@@ -1059,7 +1076,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     next.advance();
                     let next = if kb + 1 < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
-                    raw = own.read(smem, next.slot, t, weight_blocks);
+                    raw = own.read(smem, next.slot, t);
                     if S == 1 {
                         // Drain at the loop's back-edge: the next pair's fragments are
                         // the same PTX registers as this pair's, and ptxas serializes
@@ -1164,8 +1181,8 @@ impl Place {
             n_count: args.n,
             n_base: n0 + c * weight_blocks(p.rows) * WGMMA_M + 16 * w + g,
             m_base: m_tile * p.rows + 2 * t,
-            block_n_step: if weight_blocks(p.rows) == 1 { 0 } else { WGMMA_M },
-            block_m_step: if weight_blocks(p.rows) == 1 { block_rows(p.rows) } else { 0 },
+            block_n_step: block_n_step(p.rows),
+            block_m_step: block_m_step(p.rows),
         }
     }
 
