@@ -373,8 +373,10 @@ pub trait Rows: Copy {
     /// Stores block `b`'s accumulators through the epilogue (unrolled: a runtime index
     /// would put them in local memory).
     fn store(place: &Place, b: u32, acc: &Self::Acc);
-    /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled).
-    fn store_partial(partial: u64, b: u32, ctid: u32, acc: &Self::Acc);
+    /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled), those of the
+    /// tile's first `live_rows` activation rows (the rest are padding past M, which no
+    /// reduce thread reads).
+    fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &Self::Acc);
 }
 
 /// The 16-bit type the tensor cores multiply: the activations' type (fp16 for NVFP4 A,
@@ -450,12 +452,15 @@ macro_rules! tile_rows {
             }
             #[inline(always)]
             #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-            fn store_partial(partial: u64, b: u32, ctid: u32, acc: &[f32; $acc]) {
+            fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &[f32; $acc]) {
                 seq_macro::seq!(Q in 0..$quads {
-                    memory::st_global_v4_b32(
-                        partial + partial_offset(b * quads(Self::ROWS) + Q, ctid),
-                        [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
-                    );
+                    let bq = b * quads(Self::ROWS) + Q;
+                    if quad_m(Self::ROWS, bq, ctid) < live_rows {
+                        memory::st_global_v4_b32(
+                            partial + partial_offset(bq, ctid),
+                            [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
+                        );
+                    }
                 });
             }
         }
@@ -1133,9 +1138,21 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
         let partial = p.partial(unit.index, unit.split);
-        R::store_partial(partial, 0, ctid, &acc[0]);
-        R::store_partial(partial, 1, ctid, &acc[1]);
+        let live_rows = p.args.m - unit.m_tile * R::ROWS;
+        R::store_partial(partial, 0, ctid, live_rows, &acc[0]);
+        R::store_partial(partial, 1, ctid, live_rows, &acc[1]);
     }
+}
+
+/// The first of the two activation rows (within the tile) that quad `bq` (block x quads +
+/// quad) of consumer thread `ctid` holds: accumulators 4q..4q+3 of block b lie in columns
+/// m and m + 1 of the accumulator (see [`Place`]). At M = 1 only the quads with m = 0
+/// (1 in 8 on decode tiles) hold anything of C, and only they are stored and summed.
+#[inline(always)]
+const fn quad_m(rows: u32, bq: u32, ctid: u32) -> u32 {
+    let (b, q) = (bq / quads(rows), bq % quads(rows));
+    let t = ctid % LANES_PER_ROW;
+    b * block_m_step(rows) + 8 * q + 2 * t
 }
 
 /// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
@@ -1229,6 +1246,10 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
+    if m_tile * R::ROWS + quad_m(R::ROWS, bq, ctid) >= p.args.m {
+        // Padding rows past M: the GEMM stored nothing here.
+        return;
+    }
     let sum = if R::ROWS == Decode::ROWS {
         sum_unrolled(&p, index, bq, ctid)
     } else {
