@@ -48,8 +48,9 @@ pub struct Step {
     /// The body as the emulator runs it (once per emulated thread).
     pub body: fn(&GemmArgs),
     /// Launched with programmatic stream serialization: it may start before the previous
-    /// step completes (once that step's CTAs signalled `griddepcontrol.launch_dependents`)
-    /// and executes `griddepcontrol.wait` before it reads anything the previous step wrote.
+    /// step completes (once that step's CTAs signalled `griddepcontrol.launch_dependents`,
+    /// or when they exit without signalling) and executes `griddepcontrol.wait` before it
+    /// reads anything the previous step wrote.
     pub programmatic: bool,
 }
 
@@ -237,13 +238,13 @@ impl Kernel {
             Kernel::Sm90v2 => {
                 use kernel::sm90v2;
                 let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
-                // 16-row tiles for M <= 16 (decode), 128-row tiles above.
+                // The tile height for M picks the entry points (decode, medium, prefill, wide).
                 let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) =
                     (sm90v2::entries(m), sm90v2::bodies(m));
                 let main = Step { entry: gemm, body: gemm_body, ..main };
-                // The GEMM prefetches weights while the prologue finishes, the reduce is
-                // scheduled while the GEMM finishes: each waits (griddepcontrol) before
-                // reading the previous launch's output.
+                // The GEMM prefetches weights while the prologue finishes; the reduce is
+                // scheduled as the GEMM grid completes (it does not signal earlier). Each
+                // waits (griddepcontrol) before reading the previous launch's output.
                 let mut steps = vec![
                     Step {
                         entry: prepare,

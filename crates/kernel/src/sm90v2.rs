@@ -847,8 +847,10 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
         fence::mbarrier_init();
     }
     barrier::sync(BARRIER_CTA, THREADS);
-    // The reduce launch (split K) may be scheduled: it waits for this one to complete.
-    griddep::launch_dependents();
+    // No `griddepcontrol.launch_dependents` here: the reduce launch (split K) is scheduled
+    // when this grid completes. Signalled early, its CTAs sat on the SMs beside the GEMM's
+    // until then and the GEMM ran slower (0.5-1.2 us on 16x4096x7168, 40x4096x7168,
+    // 128x4096x7168 on an H100, docs/perf-notes.md, session 15).
 
     // 2. Both warpgroups consume. The shuffle makes the warpgroup index visibly
     //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
@@ -1237,7 +1239,8 @@ pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
 #[inline(always)]
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
 pub fn reduce<R: Rows>(args: &GemmArgs) {
-    // Launched while the GEMM may still run: its partials are complete after the wait.
+    // Scheduled once the GEMM grid completes (it does not signal earlier); the wait makes
+    // its partials visible.
     griddep::wait();
     let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
