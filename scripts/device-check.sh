@@ -73,6 +73,13 @@ run 120 $HOST --shape 2304x4608x7168 --kernel sm90v2 --iters 20
 run 120 $HOST --shape 512x4096x7168 --kernel sm90v2 --mode w4a16 --alpha 0.375 --bias --out-dtype bf16 --iters 5
 run 120 $HOST --shape 200x7168x2048x2 --kernel sm90v2 --mode w4a16-bf16 --iters 5
 
+step "split tiles with rows past M (only the quads of rows inside M are stored and summed)"
+for shape in 5x260x4096 33x520x4096 1x7168x2048; do
+  run 120 $HOST --shape $shape --kernel sm90v2 --iters 3
+  run 300 compute-sanitizer --tool memcheck --error-exitcode 9 $HOST --shape $shape --kernel sm90v2 --iters 0
+done
+run 300 compute-sanitizer --tool racecheck --error-exitcode 9 $HOST --shape 5x260x4096 --kernel sm90v2 --iters 0
+
 step "W4A16 with bf16 activations on sm90v2"
 run 300 $HOST --shape 128x7168x16384 --kernel sm90v2 --mode w4a16-bf16 --iters 20
 run 120 $HOST --shape 33x130x80x2 --kernel sm90v2 --mode w4a16-bf16 --alpha 0.375 --bias --out-dtype bf16 --iters 3
