@@ -180,8 +180,15 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", "ld.global.cg.v4.b32"),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", "ld.global.v4.b32"),
     ] {
+        let staged = prepare == "nvfp4_sm90v2_wide_prepare";
         let (prepare, reduce) = (entry(prepare), entry(reduce));
-        assert!(prepare.contains("st.global.b32") && prepare.contains("cvt.rn.f16x2.e4m3x2"));
+        assert!(prepare.contains("cvt.rn.f16x2.e4m3x2"));
+        // On wide tiles the prologue converts into a shared-memory copy of the image, then
+        // writes it out in whole 16-byte chunks; elsewhere straight into global memory.
+        for instruction in ["st.shared.b32", "ld.shared.v4.b32", "st.global.v4.b32"] {
+            assert_eq!(prepare.contains(instruction), staged, "{instruction}");
+        }
+        assert_eq!(prepare.contains("st.global.b32"), !staged);
         // Programmatic dependent launch: the prologue lets the GEMM be scheduled early,
         // the reduce waits for the GEMM before reading its partials.
         assert!(prepare.contains("griddepcontrol.launch_dependents"));

@@ -603,10 +603,15 @@ pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     Launch { grid: [ctas(m, n, k, l, sms), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
 }
 
-/// The prologue's launch: one CTA per activation image, four threads per image row.
+/// The prologue's launch: one CTA per activation image, four threads per image row (and
+/// on wide tiles the image's shared-memory copy).
 pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
     let rows = rows_for(m);
-    Launch { grid: [m.div_ceil(rows) * k_stages(k) * l, 1, 1], block: [rows * LANES_PER_ROW, 1, 1], dynamic_smem: 0 }
+    Launch {
+        grid: [m.div_ceil(rows) * k_stages(k) * l, 1, 1],
+        block: [rows * LANES_PER_ROW, 1, 1],
+        dynamic_smem: if staged_prologue(rows) { act_stage_bytes(rows) } else { 0 },
+    }
 }
 
 /// K stages of `BLOCK_K` values; the last one may be partial (K need only be a multiple of
@@ -748,9 +753,11 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 /// One CTA per image (batch, M block, K stage); thread 4r + t converts quarter t of
 /// image row r (8 raw bytes, one scale) exactly as consumer thread t converts a weight
 /// row, and stores its H[i] at bytes 4t of the row's chunk i, 128B-swizzled. Four
-/// threads per row: 4x the loads in flight of one thread per row, and each 16-byte
-/// chunk comes from 4 lanes. (One thread per row took 7.5 us on the big shape, four take
-/// 7.0: the DRAM latency of A, flushed from L2 by the benchmark, dominates.)
+/// threads per row: 4x the loads in flight of one thread per row. (One thread per row
+/// took 7.5 us on the 128-row shape, four take 7.0: the DRAM latency of A, flushed from
+/// L2 by the benchmark, dominates.) On wide tiles ([`staged_prologue`]) the pairs go to a
+/// shared-memory copy of the image, which the CTA then writes out in whole 16-byte
+/// chunks, a warp 512 contiguous bytes.
 #[inline(always)]
 pub fn prepare<R: Rows>(args: &GemmArgs) {
     // The GEMM launch may be scheduled now: it prefetches weights, then waits for this
@@ -760,14 +767,68 @@ pub fn prepare<R: Rows>(args: &GemmArgs) {
     let image = special::ctaid_x();
     let (kb, rest) = (image % p.k_stages, image / p.k_stages);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
-    let (r, t) = (special::tid_x() / LANES_PER_ROW, special::tid_x() % LANES_PER_ROW);
-    let m = m_tile * R::ROWS + r;
-    let dst = p.image(l, m_tile, kb);
-    if args.a_format != AFormat::Nvfp4.code() {
-        prepare_16bit_row(args, dst, m, kb, l, r, t);
+    let tid = special::tid_x();
+    let (r, t) = (tid / LANES_PER_ROW, tid % LANES_PER_ROW);
+    let (m, dst) = (m_tile * R::ROWS + r, p.image(l, m_tile, kb));
+    if !staged_prologue(R::ROWS) {
+        prepare_row(args, &p, dst, m, kb, l, r, t);
         return;
     }
+    // staged: [ROWS][128 B] (64 fp16 per row, 128B-swizzled) = act_stage_bytes(ROWS)
+    let staged = special::dynamic_smem();
+    prepare_row(args, &p, staged, m, kb, l, r, t);
+    barrier::sync(BARRIER_CTA, R::ROWS * LANES_PER_ROW);
+    for i in 0..IMAGE_CHUNKS_PER_THREAD {
+        let chunk = (tid + i * R::ROWS * LANES_PER_ROW) * CHUNK;
+        memory::st_global_v4_b32(dst + chunk as u64, memory::ld_shared_v4_b32(staged.offset(chunk)));
+    }
+}
 
+/// Whether the prologue on `rows`-row tiles stages each image in shared memory and writes
+/// it out in whole chunks: on wide tiles, whose ~1000 image CTAs (2304x4608x7168) are
+/// bound by L2 write throughput, which 4-byte stores into 16-byte chunks of eight rows
+/// per warp used up (26.5 us against 16.4 staged on an H100; docs/perf-notes.md, session
+/// 16). Elsewhere a wave or two of CTAs, hidden behind the GEMM's weight prefetch, are
+/// bound by their latency, to which the staging adds a barrier (0.2-0.3 us slower on the
+/// M = 128 shapes).
+pub const fn staged_prologue(rows: u32) -> bool {
+    rows == Wide::ROWS
+}
+
+/// Where the prologue's threads put their converted pairs: straight into the image in
+/// global memory, or into a shared-memory copy of it ([`staged_prologue`]).
+trait ImageSink: Copy {
+    /// Stores `pair` at byte `offset` of the image.
+    fn store(self, offset: u32, pair: u32);
+}
+impl ImageSink for u64 {
+    #[inline(always)]
+    fn store(self, offset: u32, pair: u32) {
+        memory::st_global_b32(self + offset as u64, pair);
+    }
+}
+impl ImageSink for SmemAddr {
+    /// A warp's 32 stores of one pair index (8 rows, whose chunks the swizzle puts in 8
+    /// different 16-byte columns) hit 32 different banks.
+    #[inline(always)]
+    fn store(self, offset: u32, pair: u32) {
+        memory::st_shared_b32(self.offset(offset), pair);
+    }
+}
+
+/// 16-byte chunks of an image each prologue thread writes out: an image row is 8 chunks,
+/// made by its 4 threads.
+const IMAGE_CHUNKS_PER_THREAD: u32 = ROW_F16_BYTES / CHUNK / LANES_PER_ROW;
+const _: () = assert!(IMAGE_CHUNKS_PER_THREAD * LANES_PER_ROW * CHUNK == ROW_F16_BYTES);
+
+/// Quarter t of row r (activation row m) of the image of stage kb, into `image`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn prepare_row<S: ImageSink>(args: &GemmArgs, p: &Problem, image: S, m: u32, kb: u32, l: u32, r: u32, t: u32) {
+    if args.a_format != AFormat::Nvfp4.code() {
+        prepare_16bit_row(args, image, m, kb, l, r, t);
+        return;
+    }
     let (mut words, mut scale) = (0u64, 0u32);
     // This thread's 8 bytes of the row; past K (a partial last stage) they stay zeros.
     let byte_in_row = kb * ROW_RAW_BYTES + t * THREAD_RAW_BYTES;
@@ -778,20 +839,19 @@ pub fn prepare<R: Rows>(args: &GemmArgs) {
         scale =
             scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
     }
-    // The image's row r, in the swizzled layout the shared-memory copy keeps: the XOR
-    // pattern repeats every 1024 bytes and images are 1024-aligned in shared memory, so
-    // swizzling by the offset inside the image is swizzling by the shared address (the
+    // The image's row r, in the swizzled layout the GEMM's shared-memory copy keeps: the
+    // XOR pattern repeats every 1024 bytes and images are 1024-aligned in shared memory,
+    // so swizzling by the offset inside the image is swizzling by the shared address (the
     // XOR moves whole 16-byte chunks; 4t stays inside the chunk).
     for i in 0..PAIRS {
-        store_pair(dst, r, t, i, h(words, i, scale));
+        store_pair(image, r, t, i, h(words, i, scale));
     }
 }
 
 /// Stores pair H[i] of thread t of image row r (see `prepare`).
 #[inline(always)]
-fn store_pair(image: u64, r: u32, t: u32, i: u32, pair: u32) {
-    let offset = Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES;
-    memory::st_global_b32(image + offset as u64, pair);
+fn store_pair<S: ImageSink>(image: S, r: u32, t: u32, i: u32, pair: u32) {
+    image.store(Swizzle::B128.apply(r * ROW_F16_BYTES + i * CHUNK) + t * F32_BYTES, pair);
 }
 
 /// W4A16: A is fp16 or bf16 `[L][M][K]`, already the values the image holds, so the
@@ -801,7 +861,7 @@ fn store_pair(image: u64, r: u32, t: u32, i: u32, pair: u32) {
 /// (k4,k6), (k1,k3), (k5,k7) with the first in the low half, exactly as `pair` orders
 /// converted e2m1 values. Past M or past K: zeros.
 #[inline(always)]
-fn prepare_16bit_row(args: &GemmArgs, image: u64, m: u32, kb: u32, l: u32, r: u32, t: u32) {
+fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l: u32, r: u32, t: u32) {
     let first = kb * BLOCK_K + t * SF_VECTOR; // this thread's first value of the row
     let mut v = [0u32; 2 * 4]; // the 16 values, two per word (even value low)
     if m < args.m && first < args.k {
