@@ -1281,6 +1281,10 @@ impl Place {
 // Launch 3 (split K only): the sum of the partials
 // ---------------------------------------------------------------------------------------
 
+/// Partials whose loads a prefill, medium or wide [`reduce`] thread keeps in flight.
+const SPLITS_IN_FLIGHT: u32 = 4;
+const _: () = assert!(SPLITS_IN_FLIGHT == 4, "the `seq!` loops of `reduce`");
+
 /// Threads of a [`reduce`] CTA.
 const REDUCE_THREADS: u32 = 256;
 const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16 splits");
@@ -1316,14 +1320,25 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let sum = if R::ROWS == Decode::ROWS {
         sum_unrolled(&p, index, bq, ctid)
     } else {
-        // Prefill and medium tiles: 2-8 splits and hundreds of CTAs keep enough loads in
-        // flight.
+        // Prefill, medium and wide tiles: 2-8 splits, summed in split order, the loads of
+        // up to four splits in flight at once.
         let mut sum = [0f32; 4];
-        for split in 0..p.splits {
-            let v = memory::ld_global_cg_v4_b32(p.partial(index, split) + partial_offset(bq, ctid));
-            seq_macro::seq!(E in 0..4 {
-                sum[E] += f32::from_bits(v[E]);
+        let mut first = 0;
+        while first < p.splits {
+            let mut parts = [[0u32; 4]; SPLITS_IN_FLIGHT as usize];
+            seq_macro::seq!(S in 0..4 {
+                if first + S < p.splits {
+                    parts[S] = memory::ld_global_v4_b32(p.partial(index, first + S) + partial_offset(bq, ctid));
+                }
             });
+            seq_macro::seq!(S in 0..4 {
+                if first + S < p.splits {
+                    seq_macro::seq!(E in 0..4 {
+                        sum[E] += f32::from_bits(parts[S][E]);
+                    });
+                }
+            });
+            first += SPLITS_IN_FLIGHT;
         }
         sum
     };
