@@ -216,8 +216,10 @@ fn gemm_instructions(name: &str, body: &str) {
         "cp.async.cg.shared.global",
         "cp.async.wait_group 3",
         "mbarrier.arrive.release.cta.shared::cta.b64",
-        // Split-K partials.
+        // Split-K partials, and whole tiles' C in 16-byte chunks from a shared-memory copy.
         "st.global.v4.b32",
+        "st.shared.b16",
+        "ld.shared.v4.b32",
     ] {
         assert!(body.contains(instruction), "{name} PTX lacks `{instruction}`");
     }

@@ -72,6 +72,15 @@
 //!   chunk of the scale tiles for 64 threads) halved the wavefronts; the price is the
 //!   `full` barrier's 256 extra arrivals (docs/perf-notes.md, "Session 11").
 //!
+//! **Epilogue.** In the accumulator layout a thread's values of C are 2-byte pieces of
+//! four rows, so storing them directly writes each 32-byte sector in halves, 2 bytes per
+//! lane. A whole tile's accumulators go instead through the epilogue (alpha, bias, fp16
+//! or bf16) into a shared-memory copy of its C block in the idle ring ([`Place::stage`],
+//! rows padded by one chunk against bank conflicts), which the CTA then writes out in
+//! 16-byte chunks, a warp 512 contiguous bytes of whole rows ([`Place::write_staged`]):
+//! 2304x4608x7168 took 221.5 us against 229-230.5 direct on an H100 (docs/perf-notes.md,
+//! session 16).
+//!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of the three M =
 //! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
@@ -373,6 +382,9 @@ pub trait Rows: Copy {
     /// Stores block `b`'s accumulators through the epilogue (unrolled: a runtime index
     /// would put them in local memory).
     fn store(place: &Place, b: u32, acc: &Self::Acc);
+    /// Stages block `b`'s accumulators through the epilogue into the tile's shared-memory
+    /// copy of C (unrolled; see [`Place::stage`]).
+    fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &Self::Acc);
     /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled), those of the
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
     /// reduce thread reads).
@@ -448,6 +460,12 @@ macro_rules! tile_rows {
             fn store(place: &Place, b: u32, acc: &[f32; $acc]) {
                 seq_macro::seq!(V in 0..$acc {
                     place.store(b, V, acc[V]);
+                });
+            }
+            #[inline(always)]
+            fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &[f32; $acc]) {
+                seq_macro::seq!(V in 0..$acc {
+                    place.stage(staged, b, V, acc[V]);
                 });
             }
             #[inline(always)]
@@ -1195,8 +1213,16 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
 
     let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
     if unit.splits == 1 {
-        R::store(&place, 0, &acc[0]);
-        R::store(&place, 1, &acc[1]);
+        // C through a shared-memory copy of the tile (the ring is idle once both
+        // warpgroups are past their last wgmma: the first barrier), written out in whole
+        // 16-byte chunks of rows.
+        // staged: [ROWS][block_n + STAGED_PAD] fp16 = staged_bytes(ROWS)
+        let staged = smem.base;
+        barrier::sync(BARRIER_CTA, THREADS);
+        R::stage(&place, staged, 0, &acc[0]);
+        R::stage(&place, staged, 1, &acc[1]);
+        barrier::sync(BARRIER_CTA, THREADS);
+        place.write_staged(staged, R::ROWS, ctid);
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
         let partial = p.partial(unit.index, unit.split);
@@ -1244,7 +1270,36 @@ pub struct Place {
     /// wide tiles in m (the second half of the activations).
     block_n_step: u32,
     block_m_step: u32,
+    /// The tile's first n and m, and the bytes per row of its staged copy.
+    n0: u32,
+    m0: u32,
+    staged_row: u32,
 }
+
+/// Output values in a 16-byte chunk.
+const CHUNK_VALUES: u32 = CHUNK / OUT_BYTES;
+/// Values of padding after each row of a staged C tile (one chunk): rows two apart then
+/// start 8 banks apart, so a warp's 2-byte stores of one accumulator (8 consecutive n in
+/// each of 4 rows two apart) fall in 16 different banks, two to a word: no conflict.
+const STAGED_PAD: u32 = CHUNK_VALUES;
+/// Bytes of a staged C row of a `rows`-row tile.
+const fn staged_row_bytes(rows: u32) -> u32 {
+    (block_n(rows) + STAGED_PAD) * OUT_BYTES
+}
+/// Bytes of a staged C tile; it reuses the ring's slots, below its barriers.
+const fn staged_bytes(rows: u32) -> u32 {
+    rows * staged_row_bytes(rows)
+}
+const _: () = assert!(CHUNK_VALUES == 8, "`write_staged`'s `seq!`");
+const _: () = {
+    let mut i = 0;
+    while i < 4 {
+        let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
+        assert!(staged_bytes(rows) <= full_offset(rows), "the staged tile leaves the barriers alone");
+        assert!((rows * block_n(rows) / (CHUNK / OUT_BYTES)).is_multiple_of(THREADS), "whole chunks per thread");
+        i += 1;
+    }
+};
 
 impl Place {
     #[inline(always)]
@@ -1262,6 +1317,50 @@ impl Place {
             m_base: m_tile * p.rows + 2 * t,
             block_n_step: block_n_step(p.rows),
             block_m_step: block_m_step(p.rows),
+            n0,
+            m0: m_tile * p.rows,
+            staged_row: staged_row_bytes(p.rows),
+        }
+    }
+
+    /// Stages accumulator `v` of block `b` through the epilogue at its place in the tile's
+    /// shared-memory copy of C, if it lies inside C.
+    #[inline(always)]
+    fn stage(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
+        let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
+        let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
+        if n < self.n_count && m < self.m_count {
+            let offset = (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES;
+            memory::st_shared_b16(staged.offset(offset), self.epilogue.one(value, n));
+        }
+    }
+
+    /// Writes the staged `rows`-row tile to C: thread `ctid` takes every `THREADS`-th
+    /// 16-byte chunk (a warp 32 consecutive ones: whole rows), of the rows inside M; whole
+    /// chunks when C's rows are 16-byte aligned (N a multiple of 8, C aligned), else the
+    /// values inside N one by one.
+    #[inline(always)]
+    #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op)] // `seq!` literals
+    fn write_staged(&self, staged: SmemAddr, rows: u32, ctid: u32) {
+        let row_chunks = block_n(rows) / CHUNK_VALUES;
+        let whole_chunks = self.n_count.is_multiple_of(CHUNK_VALUES) && self.c.is_multiple_of(CHUNK as u64);
+        for i in 0..rows * row_chunks / THREADS {
+            let chunk = ctid + i * THREADS;
+            let (r, j) = (chunk / row_chunks, chunk % row_chunks);
+            let (m, n) = (self.m0 + r, self.n0 + j * CHUNK_VALUES);
+            if m < self.m_count && n < self.n_count {
+                let bits = memory::ld_shared_v4_b32(staged.offset(r * self.staged_row + j * CHUNK));
+                let dst = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
+                if whole_chunks {
+                    memory::st_global_v4_b32(dst, bits);
+                } else {
+                    seq_macro::seq!(E in 0..8 {
+                        if n + E < self.n_count {
+                            memory::st_global_b16(dst + (E * OUT_BYTES) as u64, (bits[E / 2] >> (16 * (E % 2))) as u16);
+                        }
+                    });
+                }
+            }
         }
     }
 

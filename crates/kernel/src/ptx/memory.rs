@@ -251,6 +251,19 @@ pub fn ld_shared_v2_b32(addr: SmemAddr) -> [u32; 2] {
     }
 }
 
+/// `st.shared.b16 [addr], v;` (2-byte aligned).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn st_shared_b16(addr: SmemAddr, value: u16) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        asm!("st.shared.b16 [{}], {};", in(reg32) addr.0, in(reg16) value, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::memory::st_shared::<u16>(addr.0, value)
+}
+
 /// `st.shared.b32 [addr], v;` (4-byte aligned).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
