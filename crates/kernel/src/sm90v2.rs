@@ -52,8 +52,9 @@
 //! - `full[s]` (257 arrivals: the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
 //!   the bulk copy's `complete_tx`; and every thread's plain arrival `ANNOUNCE_AHEAD`
 //!   stages before the stage is read, once `cp.async.wait_group` proved its weight copies
-//!   into the slot landed; one commit group per stage): slot s holds the stage. The image is written through the async proxy and wgmma reads it through
-//!   it: no proxy fence anywhere; the weights are written and read by plain loads.
+//!   into the slot landed; one commit group per stage): slot s holds the stage. The
+//!   image is written through the async proxy and wgmma reads it through it: no proxy
+//!   fence anywhere; the weights are written and read by plain loads.
 //! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
