@@ -380,11 +380,9 @@ pub trait Rows: Copy {
     unsafe fn mma<E: Element>(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
     /// [`wgmma::fence_operand`] on `acc`.
     fn fence_operand(acc: &mut Self::Acc);
-    /// Stores block `b`'s accumulators through the epilogue (unrolled: a runtime index
-    /// would put them in local memory).
-    fn store(place: &Place, b: u32, acc: &Self::Acc);
     /// Stages block `b`'s accumulators through the epilogue into the tile's shared-memory
-    /// copy of C (unrolled; see [`Place::stage`]).
+    /// copy of C (unrolled: a runtime index would put them in local memory; see
+    /// [`Place::stage`]).
     fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &Self::Acc);
     /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled), those of the
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
@@ -456,12 +454,6 @@ macro_rules! tile_rows {
             #[inline(always)]
             fn fence_operand(acc: &mut [f32; $acc]) {
                 wgmma::fence_operand(acc);
-            }
-            #[inline(always)]
-            fn store(place: &Place, b: u32, acc: &[f32; $acc]) {
-                seq_macro::seq!(V in 0..$acc {
-                    place.store(b, V, acc[V]);
-                });
             }
             #[inline(always)]
             fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &[f32; $acc]) {
@@ -1297,7 +1289,7 @@ const _: () = {
     while i < 4 {
         let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
         assert!(staged_bytes(rows) <= full_offset(rows), "the staged tile leaves the barriers alone");
-        assert!((rows * block_n(rows) / (CHUNK / OUT_BYTES)).is_multiple_of(THREADS), "whole chunks per thread");
+        assert!((rows * block_n(rows) / CHUNK_VALUES).is_multiple_of(THREADS), "whole chunks per thread");
         i += 1;
     }
 };
@@ -1324,12 +1316,19 @@ impl Place {
         }
     }
 
+    /// (n, m) of accumulator `v` of block `b`.
+    #[inline(always)]
+    fn position(&self, b: u32, v: u32) -> (u32, u32) {
+        let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
+        let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
+        (n, m)
+    }
+
     /// Stages accumulator `v` of block `b` through the epilogue at its place in the tile's
     /// shared-memory copy of C, if it lies inside C.
     #[inline(always)]
     fn stage(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
-        let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
-        let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
+        let (n, m) = self.position(b, v);
         if n < self.n_count && m < self.m_count {
             let offset = (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES;
             memory::st_shared_b16(staged.offset(offset), self.epilogue.one(value, n));
@@ -1368,8 +1367,7 @@ impl Place {
     /// Stores accumulator `v` of block `b`, if it lies inside C.
     #[inline(always)]
     fn store(&self, b: u32, v: u32, value: f32) {
-        let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
-        let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
+        let (n, m) = self.position(b, v);
         if n < self.n_count && m < self.m_count {
             let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
             memory::st_global_b16(addr, self.epilogue.one(value, n));
