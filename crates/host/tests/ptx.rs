@@ -161,7 +161,8 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         ("nvfp4_gemm_sm90v2", 128),
         ("nvfp4_gemm_sm90v2_medium", 64),
         ("nvfp4_gemm_sm90v2_decode", 16),
-        ("nvfp4_gemm_sm90v2_wide", 128),
+        // Wide tiles: one m64n256 wgmma for both 128-row halves of the image.
+        ("nvfp4_gemm_sm90v2_wide", 256),
     ] {
         let body = entry(name);
         // fp16 operands, and bf16 for bf16 activations (W4A16).

@@ -103,8 +103,12 @@
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
 //! activation rows and 128 weight rows: each warpgroup converts its 64 weight rows once
-//! and issues both `wgmma m64n128k16` on the same fragments, one per 128-row half of the
-//! image, so each weight value is converted half as often per row of C. Wide tiles are
+//! and multiplies them by the whole image with one `wgmma m64n256k16`, whose 128
+//! accumulators are the two 128-row halves' blocks side by side, so each weight value is
+//! converted half as often per row of C. (Two `wgmma m64n128k16` on the same fragments,
+//! one per half, did the same work with 10 more registers and measured slower with bf16
+//! activations: 255.7 against 244.2 us on 2304x4608x7168, docs/perf-notes.md, session
+//! 18.) Wide tiles are
 //! chosen only when they pad M no more than 128-row tiles do (the last 256-row tile more
 //! than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512 rows where three
 //! 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us at
@@ -378,6 +382,27 @@ pub trait Rows: Copy {
     /// # Safety
     /// As [`wgmma::mma_async_rs_m64n128`].
     unsafe fn mma<E: Element>(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
+    /// One k16 step of both accumulator blocks: block i multiplies the fragments `a[i]`
+    /// by the activations `b[i]`. Two wgmmas, or on wide tiles (the same fragments, the
+    /// image's two 128-row halves) one `wgmma m64n256k16`, whose 128 accumulators are
+    /// the two blocks' side by side.
+    ///
+    /// # Safety
+    /// As [`wgmma::mma_async_rs_m64n128`].
+    #[inline(always)]
+    unsafe fn mma_blocks<E: Element>(
+        acc: &mut [Self::Acc; BLOCKS],
+        a: [&[u32; 4]; BLOCKS],
+        b: [SmemDesc; BLOCKS],
+        accumulate: bool,
+    ) {
+        let [acc_0, acc_1] = acc;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            Self::mma::<E>(acc_0, a[0], b[0], accumulate);
+            Self::mma::<E>(acc_1, a[1], b[1], accumulate);
+        }
+    }
     /// [`wgmma::fence_operand`] on `acc`.
     fn fence_operand(acc: &mut Self::Acc);
     /// Stages block `b`'s accumulators through the epilogue into the tile's shared-memory
@@ -430,7 +455,8 @@ impl Element for Bf16 {
 /// Defines a tile height: its marker type and [`Rows`] impl (`$acc` accumulators per
 /// block, `$quads` 16-byte partial quads of them, the fp16 and bf16 RS wgmmas of that N).
 macro_rules! tile_rows {
-    ($(#[$doc:meta])* $name:ident, $rows:literal, $acc:literal, $quads:literal, $f16:ident, $bf16:ident) => {
+    ($(#[$doc:meta])* $name:ident, $rows:literal, $acc:literal, $quads:literal, $f16:ident, $bf16:ident
+        $(, both blocks: $f16_2:ident, $bf16_2:ident)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
         pub struct $name;
@@ -451,6 +477,29 @@ macro_rules! tile_rows {
                     }
                 }
             }
+            $(
+            /// The blocks are the halves of one m64n256 accumulator: the same fragments
+            /// (`a[1]` is `a[0]`) against the image's two 128-row halves, which lie one
+            /// after the other (`b[1]` is `b[0]` 128 rows on), so one wgmma covers both.
+            #[inline(always)]
+            unsafe fn mma_blocks<E: Element>(
+                acc: &mut [[f32; $acc]; BLOCKS],
+                a: [&[u32; 4]; BLOCKS],
+                b: [SmemDesc; BLOCKS],
+                accumulate: bool,
+            ) {
+                debug_assert!(core::ptr::eq(a[0], a[1]), "both blocks multiply the same fragments");
+                // SAFETY: `[[f32; N]; 2]` and `[f32; 2N]` have the same layout.
+                let both = unsafe { &mut *(acc as *mut [[f32; $acc]; BLOCKS]).cast::<[f32; 2 * $acc]>() };
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    match E::BF16 {
+                        true => wgmma::$bf16_2(both, a[0], b[0], accumulate),
+                        false => wgmma::$f16_2(both, a[0], b[0], accumulate),
+                    }
+                }
+            }
+            )?
             #[inline(always)]
             fn fence_operand(acc: &mut [f32; $acc]) {
                 wgmma::fence_operand(acc);
@@ -480,9 +529,11 @@ macro_rules! tile_rows {
 
 tile_rows!(
     /// 256-row tiles, for M above 128: 128 weight rows, each warpgroup's 64 converted once
-    /// for both 128-row halves of the activations (two `wgmma m64n128k16` on the same A
-    /// fragments): half the conversion and raw weights per MMA of a 128-row tile.
-    Wide, 256, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
+    /// for both 128-row halves of the activations (one `wgmma m64n256k16` per k16 step,
+    /// see [`Rows::mma_blocks`]): half the conversion and raw weights per MMA of a 128-row
+    /// tile.
+    Wide, 256, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128,
+    both blocks: mma_async_rs_m64n256, mma_async_rs_bf16_m64n256
 );
 tile_rows!(
     /// 128-row tiles.
@@ -1133,8 +1184,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
                 // this group, and the slot is not released before then.
                 unsafe {
-                    R::mma::<E>(&mut acc[0], &frags[PARITY][0], b_desc, accumulate);
-                    R::mma::<E>(&mut acc[1], a_1, b_desc_1, accumulate);
+                    R::mma_blocks::<E>(&mut acc, [&frags[PARITY][0], a_1], [b_desc, b_desc_1], accumulate);
                 }
                 wgmma::commit_group();
                 if J + 1 < STEPS {
