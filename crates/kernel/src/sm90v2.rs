@@ -108,11 +108,10 @@
 //! converted half as often per row of C. (Two `wgmma m64n128k16` on the same fragments,
 //! one per half, did the same work with 10 more registers and measured slower with bf16
 //! activations: 255.7 against 244.2 us on 2304x4608x7168, docs/perf-notes.md, session
-//! 18.) Wide tiles are
-//! chosen only when they pad M no more than 128-row tiles do (the last 256-row tile more
-//! than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512 rows where three
-//! 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us at
-//! 384x7168x2304).
+//! 18.) Wide tiles are chosen only when they pad M no more than 128-row tiles do (the last
+//! 256-row tile more than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512
+//! rows where three 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us
+//! at 384x7168x2304).
 //!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
@@ -453,7 +452,9 @@ impl Element for Bf16 {
 }
 
 /// Defines a tile height: its marker type and [`Rows`] impl (`$acc` accumulators per
-/// block, `$quads` 16-byte partial quads of them, the fp16 and bf16 RS wgmmas of that N).
+/// block, `$quads` 16-byte partial quads of them, the fp16 and bf16 RS wgmmas of that N;
+/// with `both blocks:`, the fp16 and bf16 wgmmas of twice that N that [`Rows::mma_blocks`]
+/// issues once for both blocks, which then share their fragments).
 macro_rules! tile_rows {
     ($(#[$doc:meta])* $name:ident, $rows:literal, $acc:literal, $quads:literal, $f16:ident, $bf16:ident
         $(, both blocks: $f16_2:ident, $bf16_2:ident)?) => {
