@@ -14,5 +14,6 @@ for line in sys.stdin:
         print(m["executable"])')
 cp "$tests" .gpu/gpu-tests
 strip .gpu/host .gpu/gpu-tests
-# The Hopper PTX, for the SASS check on the device (ptxas + cuobjdump there).
-cp target/nvptx/sm90a/kernel.ptx .gpu/sm90a.ptx
+# The Hopper PTX as embedded (with the launch bounds the build script writes in), for
+# the SASS check on the device (ptxas + cuobjdump there).
+cp "$(ls -t target/release/build/host-*/out/sm90a.ptx | head -1)" .gpu/sm90a.ptx

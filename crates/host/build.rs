@@ -7,6 +7,9 @@
 //! directory under `target/nvptx/` (sharing the outer one would deadlock on its lock) and
 //! is incremental across profiles.
 //!
+//! The GEMM entries that hand registers between warpgroups get their launch bounds
+//! (`.maxntid`, `.minnctapersm`, `.maxnreg`) written into the PTX here.
+//!
 //! When `ptxas` can be found (`PTXAS`, `PATH`, `CUDA_HOME`/`CUDA_PATH`, or the
 //! `nvidia-cuda-nvcc` Python wheel) every PTX is assembled for its architecture; an
 //! error fails the build and the `-v` report (registers, spills) is embedded for the
@@ -85,7 +88,8 @@ fn main() {
             panic!("building the kernel crate for {} failed:\n{}", target.cpu, String::from_utf8_lossy(&output.stderr));
         }
         let embedded = out.join(format!("{}.ptx", target.name));
-        std::fs::copy(&ptx, &embedded).unwrap_or_else(|e| panic!("copy {}: {e}", ptx.display()));
+        let text = std::fs::read_to_string(&ptx).unwrap_or_else(|e| panic!("read {}: {e}", ptx.display()));
+        std::fs::write(&embedded, launch_bounds(&text)).unwrap_or_else(|e| panic!("write {}: {e}", embedded.display()));
         let report = ptxas.as_ref().map(|p| {
             let report = assemble(p, target, &embedded, &out);
             let path = out.join(format!("{}.ptxas.txt", target.name));
@@ -191,4 +195,26 @@ fn assemble(ptxas: &Path, target: &Target, ptx: &Path, out: &Path) -> String {
         panic!("ptxas rejected the {} PTX ({}):\n{report}", target.name, ptx.display());
     }
     report
+}
+
+/// Writes the launch bounds the kernel crate declares ([`kernel::sm90v2::LAUNCH_BOUNDS`])
+/// into the PTX, between an entry's parameter list and its body: Rust has no attribute
+/// for PTX's performance-tuning directives. `.maxntid` and `.maxnreg` fix the registers
+/// each thread starts with, which `setmaxnreg` then moves between warpgroups.
+fn launch_bounds(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 512);
+    let mut pending = None;
+    for line in ptx.lines() {
+        if let Some(name) = line.strip_prefix(".visible .entry ").and_then(|l| l.strip_suffix('(')) {
+            pending = kernel::sm90v2::LAUNCH_BOUNDS.iter().find(|b| b.0 == name);
+        }
+        if line == "{"
+            && let Some((_, threads, ctas, regs)) = pending.take()
+        {
+            let _ = writeln!(out, ".maxntid {threads}, 1, 1\n.minnctapersm {ctas}\n.maxnreg {regs}");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }

@@ -1051,3 +1051,33 @@ fn invalid_launches() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(stats.threads, emu::MAX_THREADS_PER_CTA as u64);
 }
+
+/// `setmaxnreg` takes 24..=256 registers in multiples of 8, the same value and direction
+/// in every thread of the warpgroup, and a whole warpgroup; a producer/consumer split that
+/// obeys all three runs.
+#[test]
+fn setmaxnreg_operand_and_warpgroup_rules() {
+    let gm = GlobalMemory::new();
+    emu::launch(&gm, one_cta(384, 0), || {
+        if tid() >= 256 {
+            warp::setmaxnreg(false, 40);
+        } else {
+            warp::setmaxnreg(true, 232);
+        }
+    })
+    .expect("two consumer warpgroups raise, the producer lowers");
+
+    let line = Line::default();
+    let e = report(&gm, 128, 0, || {
+        line.next();
+        warp::setmaxnreg(true, 236);
+    });
+    expect(&e, ErrorKind::Collective, &["setmaxnreg with 236 registers", "multiples of 8"]);
+    line.assert_blamed(&e);
+
+    let e = report(&gm, 128, 0, || warp::setmaxnreg(true, if tid() < 64 { 232 } else { 224 }));
+    expect(&e, ErrorKind::Collective, &["setmaxnreg operands differ within the warpgroup"]);
+
+    let e = report(&gm, 64, 0, || warp::setmaxnreg(false, 40));
+    expect(&e, ErrorKind::Collective, &["setmaxnreg in warpgroup 0, which needs threads up to 128; the CTA has 64"]);
+}

@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 RS (m64n64 for M <= 64, m64n16 for M <= 16; above 128 rows, 256-row tiles: m64n256k16 on each converted weight), one ring for images and raw weights, split K"
+                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 RS (m64n64 for M <= 64, m64n16 for M <= 16; above 128 rows, 256-row tiles: m64n256k16 on each converted weight), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"

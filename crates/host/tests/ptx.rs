@@ -212,11 +212,15 @@ fn gemm_instructions(name: &str, body: &str) {
         "mbarrier.try_wait.parity.shared::cta.b64",
         "cvt.rn.f16x2.e4m3x2",
         "mul.rn.f16x2",
-        // Raw weights and scales in 16-byte chunks into the stage's slot, each thread's
-        // copies announced on the stage's `full` barrier once a wait proved them landed.
+        // Raw weights and scales in 16-byte chunks into the stage's slot by the producer
+        // warpgroup, each thread's copies announced on the stage's `full` barrier once a
+        // wait proved them landed (PRODUCER_LAG = 2 newer groups in flight).
         "cp.async.cg.shared.global",
-        "cp.async.wait_group 3",
+        "cp.async.wait_group 2",
         "mbarrier.arrive.release.cta.shared::cta.b64",
+        // The producer gives its registers to the consumers.
+        "setmaxnreg.dec.sync.aligned.u32 40",
+        "setmaxnreg.inc.sync.aligned.u32",
         // Split-K partials, and whole tiles' C in 16-byte chunks from a shared-memory copy.
         "st.global.v4.b32",
         "st.shared.b16",
@@ -298,18 +302,31 @@ fn ptxas_assembles_every_kernel_without_spills() {
     }
 }
 
-/// Two decode CTAs share an SM (see `sm90v2::splits`): 256 threads each, so at most 128
-/// registers per thread.
+/// The GEMM entries whose warpgroups trade registers carry the launch bounds the kernel
+/// declares (`sm90v2::LAUNCH_BOUNDS`, written in by the build script), and ptxas kept
+/// their launch registers within them: one CTA per SM, and two decode CTAs (see
+/// `sm90v2::splits`) of 384 threads at up to 85 registers each.
 #[test]
 #[cfg_attr(
     not(ptxas_found),
     ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)"
 )]
-fn two_sm90v2_decode_ctas_fit_one_sm() {
+fn sm90v2_gemm_entries_carry_their_launch_bounds() {
     let t = TARGETS.iter().find(|t| t.name == "sm90a").expect("the sm90a target");
     let report = t.ptxas_report.expect("a ptxas report");
-    let entry = report.split("Compiling entry function 'nvfp4_gemm_sm90v2_decode'").nth(1).expect("the decode GEMM");
-    let used = entry.split("Used ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<u32>().ok());
-    let used = used.unwrap_or_else(|| panic!("no register count:\n{entry}"));
-    assert!(used <= 65536 / (2 * kernel::sm90v2::THREADS), "{used} registers per thread");
+    for (entry, threads, ctas, regs) in kernel::sm90v2::LAUNCH_BOUNDS {
+        let body =
+            t.ptx.split(&format!(".visible .entry {entry}(")).nth(1).unwrap_or_else(|| panic!("no entry {entry}"));
+        let head = &body[..body.find('{').expect("a body")];
+        for directive in
+            [format!(".maxntid {threads}, 1, 1"), format!(".minnctapersm {ctas}"), format!(".maxnreg {regs}")]
+        {
+            assert!(head.contains(&directive), "{entry}: no `{directive}` in\n{head}");
+        }
+        let compiled = report.split(&format!("Compiling entry function '{entry}'")).nth(1).expect("compiled");
+        let used = compiled.split("Used ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<u32>().ok());
+        let used = used.unwrap_or_else(|| panic!("no register count for {entry}"));
+        assert!(used <= regs, "{entry}: {used} registers at launch, bound {regs}");
+        assert!(ctas * threads * used <= 65536, "{entry}: {ctas} CTAs of {threads} threads x {used} registers");
+    }
 }

@@ -21,8 +21,8 @@
 //!    below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
 //!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
-//!    `cp.async.bulk` by consumer thread 0) and its raw weights and scales as they lie in
-//!    B and SFB (16-byte `cp.async`s shared by all threads); each consumer thread reads
+//!    `cp.async.bulk` by producer thread 0) and its raw weights and scales as they lie in
+//!    B and SFB (16-byte `cp.async`s by the producer warpgroup); each consumer thread reads
 //!    its own rows' bytes back (the next stage's while the last step's MMA runs), converts
 //!    them per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
 //!    (3), so the conversion of step j+1 overlaps the MMAs of steps j-2..j (and of the
@@ -41,37 +41,47 @@
 //! bytes 4t: [`prepare`] converts quarter t (8 bytes) of a raw activation row exactly as
 //! consumer thread t converts a weight row, and stores H[i] at bytes 4t of chunk i.
 //!
-//! **Warp roles** (256 threads = 2 warpgroups, both *consumers*): warpgroup c owns weight
-//! rows 128c..128c+127 of the tile as two m64 blocks, each against all 128 activation
-//! rows: two `wgmma m64n128k16` (RS) per k16 step, 2 x 64 fp32 accumulators per thread.
-//! Thread 0 is also the *producer*: one elected thread issuing one bulk copy per stage
-//! needs no warpgroup of its own. Without a producer warpgroup every thread may use 255
-//! registers (65536 / 256), so no `setmaxnreg` or register cap is needed.
+//! **Warp roles** (384 threads = 3 warpgroups): warpgroups 0 and 1 are *consumers*:
+//! warpgroup c owns weight rows 128c..128c+127 of the tile as two m64 blocks, each
+//! against all 128 activation rows: two `wgmma m64n128k16` (RS) per k16 step, 2 x 64 fp32
+//! accumulators per thread. Warpgroup 2 is the *producer*: its 128 threads copy every
+//! stage's weights and scales with 16-byte `cp.async`s, its thread 0 the image with one
+//! bulk copy. The register file (64 K per SM, 16 K per scheduler, each holding one warp
+//! of every warpgroup) cannot give 384 threads the ~220 registers a consumer needs, so
+//! the launch bounds give each thread 168 ([`LAUNCH_REGS`], `.maxntid` and `.maxnreg` in
+//! the PTX) and `setmaxnreg` moves them: the producer drops to [`PRODUCER_REGS`] (40),
+//! the consumers rise to [`consumer_regs`] (232). Until session 19 thread 0 of consumer
+//! warp 0 issued the bulk copies and every consumer thread copied its share of the
+//! weights, waited for its own copies (`cp.async.wait_group`) and announced them on
+//! `full`, which tied each consumer warp's pace to its copies' landing and to the other
+//! warpgroup's releases: 68.1 against 63.9 us on 128x7168x16384 on an H100, 223.2
+//! against 215.4 us on 2304x4608x7168 (docs/perf-notes.md, session 19).
 //!
 //! **Pipeline and barriers** (ring of `STAGES` slots: image, weights, scales):
-//! - `full[s]` (257 arrivals: the producer's `arrive.expect_tx` of `ACT_STAGE_BYTES`, plus
-//!   the bulk copy's `complete_tx`; and every thread's plain arrival `ANNOUNCE_AHEAD`
-//!   stages before the stage is read, once `cp.async.wait_group` proved its weight copies
-//!   into the slot landed; one commit group per stage): slot s holds the stage. The
-//!   image is written through the async proxy and wgmma reads it through it: no proxy
-//!   fence anywhere; the weights are written and read by plain loads.
+//! - `full[s]` (129 arrivals: the producer thread 0's `arrive.expect_tx` of the image's
+//!   bytes, plus the bulk copy's `complete_tx`; and every producer thread's plain
+//!   arrival once `cp.async.wait_group` proved its weight copies into the slot landed,
+//!   [`PRODUCER_LAG`] stages after issuing them; one commit group per stage): slot s
+//!   holds the stage. The image is written through the async proxy and wgmma reads it
+//!   through it: no proxy fence anywhere; the weights are written and read by plain
+//!   loads.
 //! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
 //!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
 //!   first stage's last step complete.
-//! - All threads fill all slots before the loop, then at the end of stage kb refill the
-//!   slot of stage kb - `REFILL_LAG` (released a whole stage earlier by everyone, so the
-//!   wait on `empty` rarely blocks) with stage kb - `REFILL_LAG` + `STAGES`: the copies
-//!   run `STAGES - REFILL_LAG - 1` stages ahead of the MMAs.
+//! - The producer fills all slots before the loop (the weights before the prologue
+//!   completes, the images after), then refills each slot as soon as `empty` says the
+//!   consumers released it.
 //! - Why the weights share the slot: the first versions had each thread copy exactly the
 //!   bytes it reads (4 rows x 8 bytes and 4 scale groups per stage, 8-byte and 4-byte
 //!   `cp.async`s into a private ring, ordered by `cp.async.wait_group` alone). Those 8
 //!   small copies per thread per stage kept the L1/shared pipe 75% busy: an H100 run
 //!   with them removed (wrong results, timing only) took 12.5 us off the largest M = 128
-//!   shape. Copying the tile's rows in 16-byte chunks (2 per thread, plus one 16-byte
-//!   chunk of the scale tiles for 64 threads) halved the wavefronts; the price is the
-//!   `full` barrier's 256 extra arrivals (docs/perf-notes.md, "Session 11").
+//!   shape. Copying the tile's rows in whole 16-byte chunks halved the wavefronts
+//!   (docs/perf-notes.md, "Session 11"). A 2-D tensor-map copy (TMA) of the 32-byte-wide
+//!   weight box instead measured slower on the large shapes (74.3 against 68.3 us on
+//!   128x7168x16384, 231.5 against 222.8 on 2304x4608x7168; session 19).
 //!
 //! **Epilogue.** In the accumulator layout a thread's values of C are 2-byte pieces of
 //! four rows, so storing them directly writes each 32-byte sector in halves, 2 bytes per
@@ -86,7 +96,7 @@
 //! one CTA per SM. When the last wave is at most half full (every tile of the three M =
 //! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
 //! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
-//! register order (16-byte stores, contiguous across the 256 threads). A third launch,
+//! register order (16-byte stores, contiguous across the 256 consumer threads). A third launch,
 //! one thread per 4 accumulators of every split tile, sums the splits in split order (the
 //! result does not depend on timing) and writes C. Unlike sm100's in-kernel fix-up (the
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
@@ -127,9 +137,10 @@
 //! converted once per call instead of once per CTA, asynchronous wgmma groups overlap
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
-//! 256 rows of M. Measured on an H100: 68.5 / 31.4 / 25.4 / 236 us against v1's 278 / 126
-//! / 43 / 607 on the four benchmark shapes (docs/perf-notes.md, with where the remaining
-//! time goes).
+//! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
+//! Measured on an H100: 63.0 / 29.8 / 25.3 / 214.9 us against v1's 273.4 / 124.5 / 42.4 /
+//! 602.1 on the four benchmark shapes (`host bench`, session 19; docs/perf-notes.md, with
+//! where the remaining time goes).
 
 use nvfp4::layout;
 use nvfp4::operand::AFormat;
@@ -198,26 +209,69 @@ const STEPS: u32 = BLOCK_K / WGMMA_K;
 const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
 /// Activation images in flight.
 pub const STAGES: u32 = 6;
-/// Stages between a slot's release and its refill (see the header).
-const REFILL_LAG: u32 = 1;
-/// Each thread announces a stage's weight copies on its `full` barrier this many stages
-/// before the stage is consumed, after `cp.async.wait_group` proved them landed: one
-/// commit group per stage, so `LANDING_GROUPS` newer groups may stay in flight then
-/// (`FIRST_LANDING` after the prefill). (Arriving through `cp.async.mbarrier.arrive.noinc`
-/// right after issuing, which the PTX ISA defines to fire once the copies land, was ~4 %
-/// faster on an H100 — 68.0 against 70.7 us on 128x7168x16384 — but compute-sanitizer's
-/// racecheck reported hazards on it, most likely for not following that asynchronous
-/// arrival; this ordering is racecheck-clean. docs/perf-notes.md, session 11.)
-const ANNOUNCE_AHEAD: u32 = 2;
-const LANDING_GROUPS: u32 = STAGES - ANNOUNCE_AHEAD - REFILL_LAG;
-const FIRST_LANDING: u32 = STAGES - ANNOUNCE_AHEAD;
-const _: () = assert!(ANNOUNCE_AHEAD >= 2, "the next stage is read at the end of this one: announced a stage before");
-const _: () = assert!(ANNOUNCE_AHEAD + REFILL_LAG <= STAGES);
-/// Consumer threads: all threads.
+/// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
+/// copies landed, after issuing this many later stages: one commit group per stage.
+/// (Arriving through `cp.async.mbarrier.arrive.noinc`, which fires once the copies land,
+/// needs no wait, but compute-sanitizer's racecheck reported hazards on it, most likely
+/// for not following that asynchronous arrival; docs/perf-notes.md, session 11.)
+const PRODUCER_LAG: u32 = 2;
+const _: () = assert!(PRODUCER_LAG < STAGES, "the producer announces a stage before it needs that slot again");
+/// Consumer threads (warpgroups 0 and 1), then the producer warpgroup.
 const CONSUMER_THREADS: u32 = CONSUMERS * WARPGROUP;
-pub const THREADS: u32 = CONSUMER_THREADS;
-/// The consumer thread that also issues the bulk copies.
-const PRODUCER_THREAD: u32 = 0;
+const PRODUCER_THREADS: u32 = WARPGROUP;
+pub const THREADS: u32 = CONSUMER_THREADS + PRODUCER_THREADS;
+/// Registers per thread at launch (`.maxnreg`, with `.maxntid THREADS`: the host's
+/// build script writes both into the PTX, see [`LAUNCH_BOUNDS`]): one CTA per SM, two
+/// with decode tiles.
+pub const fn launch_regs(rows: u32) -> u32 {
+    REGISTERS_PER_SM / (ctas_per_sm(rows) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
+}
+pub const LAUNCH_REGS: u32 = launch_regs(Prefill::ROWS);
+/// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
+pub const PRODUCER_REGS: u32 = 40;
+/// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
+/// leaves once the producer has given its share back.
+pub const fn consumer_regs(rows: u32) -> u32 {
+    let left = launch_regs(rows) * THREADS - PRODUCER_REGS * PRODUCER_THREADS;
+    let regs = left / CONSUMER_THREADS / REGISTER_GRANULE * REGISTER_GRANULE;
+    if regs > MAX_REGS { MAX_REGS } else { regs }
+}
+/// The register file of an SM, the allocation granule per thread, and the most a thread
+/// may hold (PTX ISA `setmaxnreg`: 24..=256 in multiples of 8; ptxas uses at most 255).
+const REGISTERS_PER_SM: u32 = 65536;
+const REGISTER_GRANULE: u32 = 8;
+const MAX_REGS: u32 = 248;
+/// CTAs of `rows`-row tiles an SM holds at once.
+const fn ctas_per_sm(rows: u32) -> u32 {
+    if rows == Decode::ROWS { DECODE_CTAS_PER_SM } else { 1 }
+}
+/// The launch bounds the host's build script writes into the PTX of each GEMM entry
+/// point: (entry, `.maxntid`, `.minnctapersm`, `.maxnreg`).
+pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); 4] = {
+    let mut bounds = [("", 0, 0, 0); 4];
+    let mut i = 0;
+    while i < 4 {
+        let rows = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS][i];
+        bounds[i] = (entries(rows)[1], THREADS, ctas_per_sm(rows), launch_regs(rows));
+        i += 1;
+    }
+    bounds
+};
+const _: () = {
+    let mut i = 0;
+    while i < 4 {
+        let rows = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS][i];
+        let (launch, consumer) = (launch_regs(rows), consumer_regs(rows));
+        assert!(PRODUCER_REGS >= 24 && PRODUCER_REGS.is_multiple_of(REGISTER_GRANULE) && PRODUCER_REGS <= launch);
+        assert!(consumer >= launch && consumer <= MAX_REGS && consumer.is_multiple_of(REGISTER_GRANULE));
+        assert!(rows == Decode::ROWS || consumer == consumer_regs(Prefill::ROWS), "one budget for 1-CTA tiles");
+        assert!(
+            consumer * CONSUMER_THREADS + PRODUCER_REGS * PRODUCER_THREADS <= launch * THREADS,
+            "setmaxnreg moves registers within the CTA's launch allocation: an .inc past it never returns"
+        );
+        i += 1;
+    }
+};
 
 /// fp16 bytes; f32 bytes.
 const F16_BYTES: u32 = 2;
@@ -245,9 +299,9 @@ const fn scale_stage_bytes(rows: u32) -> u32 {
 const fn raw_stage_bytes(rows: u32) -> u32 {
     weight_stage_bytes(rows) + scale_stage_bytes(rows)
 }
-/// 16-byte chunks of a stage's weights and scales, and of one weight row; every consumer
-/// thread copies `weight_chunks / THREADS` weight chunks, the first `scale_chunks` threads
-/// one scale chunk each.
+/// 16-byte chunks of a stage's weights and scales, and of one weight row; every producer
+/// thread copies `weight_chunks / PRODUCER_THREADS` weight chunks, the first
+/// `scale_chunks` one scale chunk each.
 const fn weight_chunks(rows: u32) -> u32 {
     weight_stage_bytes(rows) / CHUNK
 }
@@ -281,8 +335,6 @@ const _: () = assert!(LANES_PER_ROW * F32_BYTES == CHUNK);
 const _: () = assert!(ROW_F16_BYTES == Swizzle::B128.row_bytes(), "one stage row is one 128B-swizzle row");
 const _: () = assert!(BLOCK_K == layout::TILE_COLS * SF_VECTOR, "a stage is one blocked scale tile column");
 const _: () = assert!(IN_FLIGHT < STEPS, "a stage's slot is released within the next stage");
-const _: () = assert!(REFILL_LAG >= 1 && REFILL_LAG < STAGES, "refill a released slot, keep copies ahead");
-const _: () = assert!(THREADS * 255 <= 65536, "255 registers per thread fit the SM without a cap");
 
 // ---------------------------------------------------------------------------------------
 // Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
@@ -316,7 +368,7 @@ const _: () = {
         assert!(smem_bytes(rows) <= SMEM_BYTES, "wide tiles use the most");
         assert!(act_stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
         assert!(raw_stage_bytes(rows).is_multiple_of(CHUNK), "16-byte copies into the raw part");
-        assert!(weight_chunks(rows).is_multiple_of(THREADS) && scale_chunks(rows) <= THREADS);
+        assert!(weight_chunks(rows).is_multiple_of(PRODUCER_THREADS) && scale_chunks(rows) <= PRODUCER_THREADS);
         assert!(block_n(rows).is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
         assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
@@ -325,9 +377,9 @@ const _: () = {
     }
 };
 
-/// Arrivals that fill a stage: the producer's `arrive.expect_tx` (the image's bytes do the
-/// rest), and each consumer thread's arrival once its weight copies have landed.
-const FULL_ARRIVALS: u32 = 1 + CONSUMER_THREADS;
+/// Arrivals that fill a stage: the producer thread 0's `arrive.expect_tx` (the image's
+/// bytes do the rest), and each producer thread's arrival once its weight copies landed.
+const FULL_ARRIVALS: u32 = 1 + PRODUCER_THREADS;
 /// Arrivals that empty it: every consumer thread.
 const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
 
@@ -952,7 +1004,7 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
 // Launch 2: the GEMM
 // ---------------------------------------------------------------------------------------
 
-/// The kernel body, run by all 256 threads of every CTA.
+/// The kernel body, run by all 384 threads of every CTA.
 #[inline(always)]
 pub fn gemm<R: Rows>(args: &GemmArgs) {
     let smem = Smem { base: special::dynamic_smem(), rows: R::ROWS };
@@ -970,15 +1022,27 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
         fence::mbarrier_init();
     }
     barrier::sync(BARRIER_CTA, THREADS);
+
+    // 2. Warpgroup 2 produces: it hands its registers to the consumers and copies.
+    //    The shuffle makes the warpgroup index visibly warp-uniform, so ptxas knows no
+    //    warp diverges around the wgmmas (otherwise it serializes them).
+    let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
+    if warpgroup == CONSUMERS {
+        warp::setmaxnreg_dec::<PRODUCER_REGS>();
+        producer(smem, &p, &unit, tid - CONSUMER_THREADS);
+        return;
+    }
+    if R::ROWS == Decode::ROWS {
+        warp::setmaxnreg_inc::<{ consumer_regs(Decode::ROWS) }>();
+    } else {
+        warp::setmaxnreg_inc::<{ consumer_regs(Prefill::ROWS) }>();
+    }
     // No `griddepcontrol.launch_dependents` here: the reduce launch (split K) is scheduled
     // when this grid completes. Signalled early, its CTAs sat on the SMs beside the GEMM's
     // until then and the GEMM ran slower (0.5-1.2 us on 16x4096x7168, 40x4096x7168,
     // 128x4096x7168 on an H100, docs/perf-notes.md, session 15).
 
-    // 2. Both warpgroups consume. The shuffle makes the warpgroup index visibly
-    //    warp-uniform, so ptxas knows no warp diverges around the wgmmas (otherwise it
-    //    serializes them).
-    let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
+    // 3. Warpgroups 0 and 1 consume.
     // bf16 activations take bf16 weights and bf16 wgmmas: the whole loop is a second copy
     // (the branch is on a kernel parameter, the same in every thread).
     if args.a_format == AFormat::Bf16.code() {
@@ -988,8 +1052,8 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     }
 }
 
-/// The producer's one action: copy stage `kb`'s activation image into `slot` with one
-/// bulk copy, after announcing its bytes on `full[slot]`.
+/// Producer thread 0's bulk copy: stage `kb`'s activation image into `slot`, after
+/// announcing its bytes on `full[slot]`.
 #[inline(always)]
 fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     let full = smem.full(slot);
@@ -998,13 +1062,70 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), bytes, full);
 }
 
-/// Every consumer thread's share of stage `kb`'s weights: `weight_chunks / THREADS`
-/// 16-byte chunks of the tile's `block_n` x 32-byte rows (chunk c: row c / 2, half c % 2, so
-/// a warp reads 16 whole 32-byte sectors), and for the first `scale_chunks` threads one chunk
-/// of the stage's scale tiles, all with `cp.async` into slot `slot`. The caller commits
-/// them as one group and arrives on `full[slot]` once `cp.async.wait_group` has proved the
-/// group landed (`ANNOUNCE_AHEAD`), so any thread may read any other thread's copies after
-/// waiting on `full`.
+/// The producer warpgroup (producer thread `ptid`): copies every stage of the unit into
+/// the ring, the weights and scales in 16-byte `cp.async`s (one commit group per stage),
+/// thread 0 also the image in one bulk copy, and announces each stage on its `full`
+/// barrier once `cp.async.wait_group` proved the thread's copies landed, `PRODUCER_LAG`
+/// stages after issuing them (or at the unit's end).
+#[inline(always)]
+fn producer(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
+    let (begin, end) = (unit.kb_begin, unit.kb_end);
+    let stages = end - begin;
+    // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
+    // while the prologue may still be running, the images once it has completed.
+    let prefill = STAGES.min(stages);
+    for i in 0..prefill {
+        copy_weights(smem, p, unit, begin + i, i, ptid);
+        cp_async::commit_group();
+    }
+    griddep::wait();
+    if ptid == 0 {
+        for i in 0..prefill {
+            issue_stage(smem, p, unit, begin + i, i);
+        }
+    }
+    // `announce`: the slot (and lap) of the next stage to announce, `announced` its
+    // index in the unit. All but the newest PRODUCER_LAG groups have landed.
+    let mut announce = RingPos::<STAGES>::START;
+    let mut announced = 0;
+    cp_async::wait_group::<PRODUCER_LAG>();
+    while announced + PRODUCER_LAG < prefill {
+        smem.full(announce.slot).arrive();
+        announce.advance();
+        announced += 1;
+    }
+    // Refill each slot once the consumers released it; after each refill, the stage
+    // PRODUCER_LAG groups older has landed.
+    let mut refill = RingPos::<STAGES>::START;
+    for i in prefill..stages {
+        smem.empty(refill.slot).wait(refill.phase);
+        copy_weights(smem, p, unit, begin + i, refill.slot, ptid);
+        cp_async::commit_group();
+        if ptid == 0 {
+            issue_stage(smem, p, unit, begin + i, refill.slot);
+        }
+        refill.advance();
+        cp_async::wait_group::<PRODUCER_LAG>();
+        smem.full(announce.slot).arrive();
+        announce.advance();
+        announced += 1;
+    }
+    // The last PRODUCER_LAG stages.
+    cp_async::wait_group::<0>();
+    while announced < stages {
+        smem.full(announce.slot).arrive();
+        announce.advance();
+        announced += 1;
+    }
+}
+
+/// Producer thread `tid`'s share of stage `kb`'s weights: `weight_chunks /
+/// PRODUCER_THREADS` 16-byte chunks of the tile's `block_n` x 32-byte rows (chunk c: row
+/// c / 2, half c % 2, so a warp reads 16 whole 32-byte sectors), and for the first
+/// `scale_chunks` threads one chunk of the stage's scale tiles, all with `cp.async` into
+/// slot `slot`. The caller commits them as one group and arrives on `full[slot]` once
+/// `cp.async.wait_group` has proved the group landed, so any consumer may read any
+/// producer thread's copies after waiting on `full`.
 ///
 /// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
 /// alone and rows past N are never stored, so any finite data will do. Bytes past K (a
@@ -1013,8 +1134,8 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u32) {
     let args = &p.args;
     let weights = args.b + unit.l as u64 * args.n as u64 * p.row_bytes;
-    for i in 0..weight_chunks(p.rows) / THREADS {
-        let chunk = tid + i * THREADS;
+    for i in 0..weight_chunks(p.rows) / PRODUCER_THREADS {
+        let chunk = tid + i * PRODUCER_THREADS;
         let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
         let n = (unit.n0 + row).min(args.n - 1);
         let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
@@ -1099,35 +1220,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let own = OwnRows::new(c, w, g, t, weight_blocks(R::ROWS));
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
-    // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
-    // while the prologue may still be running...
-    // One commit group per slot, empty past the unit's last stage: the group counts of
-    // `wait_group` stay the same for every unit.
-    let prefill = STAGES.min(end - begin);
-    for i in 0..STAGES {
-        if i < prefill {
-            copy_weights(smem, p, unit, begin + i, i, ctid);
-        }
-        cp_async::commit_group();
-    }
-    // ...the activation images only once it has completed.
-    griddep::wait();
-    let producer = ctid == PRODUCER_THREAD;
-    if producer {
-        for i in 0..prefill {
-            issue_stage(smem, p, unit, begin + i, i);
-        }
-    }
-    // The first ANNOUNCE_AHEAD stages' weights have landed: announce them. `announce` is
-    // the slot (and lap) of the next stage to announce.
-    cp_async::wait_group::<FIRST_LANDING>();
-    for i in 0..ANNOUNCE_AHEAD.min(end - begin) {
-        smem.full(i).arrive();
-    }
-    let mut announce = RingPos::<STAGES> { slot: ANNOUNCE_AHEAD, phase: 0 };
-    // The slot every thread refills next, and its lap (the `empty` phase to wait for).
-    let mut refill = RingPos::<STAGES>::START;
-    // This stage's raw words and fp16x2 scales.
+    // The stage's slot and lap, and its raw words and fp16x2 scales.
     let mut ring = RingPos::<STAGES>::START;
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::ROWS);
@@ -1221,26 +1314,6 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                         wgmma::wait_group::<IN_FLIGHT>();
                         held = ring.slot;
                     }
-                    // Every thread refills the slot of stage kb - REFILL_LAG with its
-                    // weight chunks, the producer with the image, once everyone has
-                    // released it.
-                    if kb >= begin + REFILL_LAG && kb - REFILL_LAG + STAGES < end {
-                        let stage = kb - REFILL_LAG + STAGES;
-                        smem.empty(refill.slot).wait(refill.phase);
-                        copy_weights(smem, p, unit, stage, refill.slot, ctid);
-                        if producer {
-                            issue_stage(smem, p, unit, stage, refill.slot);
-                        }
-                        refill.advance();
-                    }
-                    // This stage's commit group (the refill's copies, or none); then the
-                    // copies of stage kb + ANNOUNCE_AHEAD have landed: announce them.
-                    cp_async::commit_group();
-                    cp_async::wait_group::<LANDING_GROUPS>();
-                    if kb + ANNOUNCE_AHEAD < end {
-                        smem.full(announce.slot).arrive();
-                        announce.advance();
-                    }
                 }
             }});
             ring.advance();
@@ -1262,10 +1335,10 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
         // 16-byte chunks of rows.
         // staged: [ROWS][block_n + STAGED_PAD] fp16 = staged_bytes(ROWS)
         let staged = smem.base;
-        barrier::sync(BARRIER_CTA, THREADS);
+        barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
         R::stage(&place, staged, 0, &acc[0]);
         R::stage(&place, staged, 1, &acc[1]);
-        barrier::sync(BARRIER_CTA, THREADS);
+        barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
         place.write_staged(staged, R::ROWS, ctid);
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
@@ -1288,7 +1361,7 @@ const fn quad_m(rows: u32, bq: u32, ctid: u32) -> u32 {
 }
 
 /// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
-/// [block][quad][thread][4 f32], so the 256 threads' 16-byte stores are contiguous.
+/// [block][quad][thread][4 f32], so the 256 consumer threads' 16-byte stores are contiguous.
 #[inline(always)]
 fn partial_offset(bq: u32, ctid: u32) -> u64 {
     ((bq * CONSUMER_THREADS + ctid) * CHUNK) as u64
@@ -1340,7 +1413,7 @@ const _: () = {
     while i < 4 {
         let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
         assert!(staged_bytes(rows) <= full_offset(rows), "the staged tile leaves the barriers alone");
-        assert!((rows * block_n(rows) / CHUNK_VALUES).is_multiple_of(THREADS), "whole chunks per thread");
+        assert!((rows * block_n(rows) / CHUNK_VALUES).is_multiple_of(CONSUMER_THREADS), "whole chunks per thread");
         i += 1;
     }
 };
@@ -1386,17 +1459,17 @@ impl Place {
         }
     }
 
-    /// Writes the staged `rows`-row tile to C: thread `ctid` takes every `THREADS`-th
-    /// 16-byte chunk (a warp 32 consecutive ones: whole rows), of the rows inside M; whole
-    /// chunks when C's rows are 16-byte aligned (N a multiple of 8, C aligned), else the
-    /// values inside N one by one.
+    /// Writes the staged `rows`-row tile to C: consumer thread `ctid` takes every
+    /// `CONSUMER_THREADS`-th 16-byte chunk (a warp 32 consecutive ones: whole rows), of
+    /// the rows inside M; whole chunks when C's rows are 16-byte aligned (N a multiple of
+    /// 8, C aligned), else the values inside N one by one.
     #[inline(always)]
     #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op)] // `seq!` literals
     fn write_staged(&self, staged: SmemAddr, rows: u32, ctid: u32) {
         let row_chunks = block_n(rows) / CHUNK_VALUES;
         let whole_chunks = self.n_count.is_multiple_of(CHUNK_VALUES) && self.c.is_multiple_of(CHUNK as u64);
-        for i in 0..rows * row_chunks / THREADS {
-            let chunk = ctid + i * THREADS;
+        for i in 0..rows * row_chunks / CONSUMER_THREADS {
+            let chunk = ctid + i * CONSUMER_THREADS;
             let (r, j) = (chunk / row_chunks, chunk % row_chunks);
             let (m, n) = (self.m0 + r, self.n0 + j * CHUNK_VALUES);
             if m < self.m_count && n < self.n_count {

@@ -1,7 +1,8 @@
-//! Warp-level collectives (PTX ISA 9.7.13.x): `elect.sync`.
+//! Warp- and warpgroup-level collectives (PTX ISA 9.7.13.x): `elect.sync`, `shfl.sync`,
+//! `setmaxnreg`.
 
 use super::{exec, warp_members};
-use crate::cta::{Scope, WARP};
+use crate::cta::{Scope, WARP, WARPGROUP};
 use crate::report::ErrorKind;
 
 /// `elect.sync laneid|is_elected, membermask;`: every thread in `membermask` must execute
@@ -65,4 +66,38 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
     });
     drop(ex);
     out
+}
+
+/// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs;` — a warpgroup-collective change of its
+/// threads' register budget. The model checks what the PTX ISA requires of the operand
+/// (24..=256, a multiple of 8) and that the whole warpgroup executes it with the same
+/// value and direction; registers are not otherwise modelled (the kernel proves at
+/// compile time that its budgets fit the CTA's launch allocation).
+#[track_caller]
+pub fn setmaxnreg(increase: bool, regs: u32) {
+    let ex = exec(if increase { "setmaxnreg.inc.sync.aligned.u32" } else { "setmaxnreg.dec.sync.aligned.u32" });
+    if !(24..=256).contains(&regs) || !regs.is_multiple_of(8) {
+        ex.fail(
+            ErrorKind::Collective,
+            format!("setmaxnreg with {regs} registers: the PTX ISA allows 24..=256 in multiples of 8"),
+        );
+    }
+    let warpgroup = ex.me / WARPGROUP;
+    let end = (warpgroup + 1) * WARPGROUP;
+    let threads = ex.cta.threads();
+    if end > threads {
+        ex.fail(
+            ErrorKind::Collective,
+            format!("setmaxnreg in warpgroup {warpgroup}, which needs threads up to {end}; the CTA has {threads}"),
+        );
+    }
+    let members = (warpgroup * WARPGROUP..end).collect();
+    let (ex, ()) =
+        ex.collective(Scope::Warpgroup(warpgroup), members, (increase, regs), |_, _, inputs, _: &mut [()]| {
+            if inputs.iter().any(|&i| i != inputs[0]) {
+                return Err((ErrorKind::Collective, "setmaxnreg operands differ within the warpgroup".into()));
+            }
+            Ok(())
+        });
+    drop(ex);
 }

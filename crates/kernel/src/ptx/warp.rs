@@ -1,4 +1,5 @@
-//! Warp-level data movement (PTX ISA 9.7.8.6 `shfl.sync`).
+//! Warp-level data movement (PTX ISA 9.7.8.6 `shfl.sync`) and the warpgroup register
+//! budget (`setmaxnreg`).
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
@@ -24,4 +25,35 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
     {
         emu::ops::warp::shfl_sync_idx(value, src_lane)
     }
+}
+
+/// `setmaxnreg.inc.sync.aligned.u32 N;` — raises the per-thread register budget of this
+/// thread's warpgroup to `N` (24..=256, a multiple of 8); every thread of the warpgroup
+/// executes it. The registers come from those other warpgroups of the CTA gave back with
+/// `.dec`: the instruction waits until they are free, so an `.inc` past the CTA's launch
+/// allocation never returns.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: warpgroup-collective; every thread of the warpgroup executes it.
+    unsafe {
+        asm!("setmaxnreg.inc.sync.aligned.u32 {};", const N, options(nomem, nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::warp::setmaxnreg(true, N)
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N;` — lowers it to `N`, returning the rest to the
+/// CTA's pool.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as `setmaxnreg_inc`.
+    unsafe {
+        asm!("setmaxnreg.dec.sync.aligned.u32 {};", const N, options(nomem, nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::warp::setmaxnreg(false, N)
 }
