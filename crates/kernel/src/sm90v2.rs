@@ -227,6 +227,8 @@ pub const fn launch_regs(rows: u32) -> u32 {
     REGISTERS_PER_SM / (ctas_per_sm(rows) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
 pub const LAUNCH_REGS: u32 = launch_regs(Prefill::ROWS);
+/// The four tile heights (see [`Rows`]): prefill, wide, medium, decode.
+const TILE_HEIGHTS: [u32; 4] = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
 pub const PRODUCER_REGS: u32 = 40;
 /// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
@@ -247,11 +249,11 @@ const fn ctas_per_sm(rows: u32) -> u32 {
 }
 /// The launch bounds the host's build script writes into the PTX of each GEMM entry
 /// point: (entry, `.maxntid`, `.minnctapersm`, `.maxnreg`).
-pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); 4] = {
-    let mut bounds = [("", 0, 0, 0); 4];
+pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); TILE_HEIGHTS.len()] = {
+    let mut bounds = [("", 0, 0, 0); TILE_HEIGHTS.len()];
     let mut i = 0;
-    while i < 4 {
-        let rows = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS][i];
+    while i < TILE_HEIGHTS.len() {
+        let rows = TILE_HEIGHTS[i];
         bounds[i] = (entries(rows)[1], THREADS, ctas_per_sm(rows), launch_regs(rows));
         i += 1;
     }
@@ -259,8 +261,8 @@ pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); 4] = {
 };
 const _: () = {
     let mut i = 0;
-    while i < 4 {
-        let rows = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS][i];
+    while i < TILE_HEIGHTS.len() {
+        let rows = TILE_HEIGHTS[i];
         let (launch, consumer) = (launch_regs(rows), consumer_regs(rows));
         assert!(PRODUCER_REGS >= 24 && PRODUCER_REGS.is_multiple_of(REGISTER_GRANULE) && PRODUCER_REGS <= launch);
         assert!(consumer >= launch && consumer <= MAX_REGS && consumer.is_multiple_of(REGISTER_GRANULE));
@@ -363,8 +365,8 @@ pub const SMEM_BYTES: u32 = smem_bytes(Wide::ROWS);
 
 const _: () = {
     let mut i = 0;
-    while i < 4 {
-        let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
+    while i < TILE_HEIGHTS.len() {
+        let rows = TILE_HEIGHTS[i];
         assert!(smem_bytes(rows) <= SMEM_BYTES, "wide tiles use the most");
         assert!(act_stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
         assert!(raw_stage_bytes(rows).is_multiple_of(CHUNK), "16-byte copies into the raw part");
@@ -1410,8 +1412,8 @@ const fn staged_bytes(rows: u32) -> u32 {
 const _: () = assert!(CHUNK_VALUES == 8, "`write_staged`'s `seq!`");
 const _: () = {
     let mut i = 0;
-    while i < 4 {
-        let rows = [Wide::ROWS, Prefill::ROWS, Medium::ROWS, Decode::ROWS][i];
+    while i < TILE_HEIGHTS.len() {
+        let rows = TILE_HEIGHTS[i];
         assert!(staged_bytes(rows) <= full_offset(rows), "the staged tile leaves the barriers alone");
         assert!((rows * block_n(rows) / CHUNK_VALUES).is_multiple_of(CONSUMER_THREADS), "whole chunks per thread");
         i += 1;
