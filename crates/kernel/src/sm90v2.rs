@@ -48,7 +48,7 @@
 //! stage's weights and scales with 16-byte `cp.async`s, its thread 0 the image with one
 //! bulk copy. The register file (64 K per SM, 16 K per scheduler, each holding one warp
 //! of every warpgroup) cannot give 384 threads the ~220 registers a consumer needs, so
-//! the launch bounds give each thread 168 ([`LAUNCH_REGS`], `.maxntid` and `.maxnreg` in
+//! the launch bounds give each thread 168 ([`launch_regs`], `.maxntid` and `.maxnreg` in
 //! the PTX) and `setmaxnreg` moves them: the producer drops to [`PRODUCER_REGS`] (40),
 //! the consumers rise to [`consumer_regs`] (232). Until session 19 thread 0 of consumer
 //! warp 0 issued the bulk copies and every consumer thread copied its share of the
@@ -226,7 +226,6 @@ pub const THREADS: u32 = CONSUMER_THREADS + PRODUCER_THREADS;
 pub const fn launch_regs(rows: u32) -> u32 {
     REGISTERS_PER_SM / (ctas_per_sm(rows) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
-pub const LAUNCH_REGS: u32 = launch_regs(Prefill::ROWS);
 /// The four tile heights (see [`Rows`]): prefill, wide, medium, decode.
 const TILE_HEIGHTS: [u32; 4] = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
@@ -235,8 +234,7 @@ pub const PRODUCER_REGS: u32 = 40;
 /// leaves once the producer has given its share back.
 pub const fn consumer_regs(rows: u32) -> u32 {
     let left = launch_regs(rows) * THREADS - PRODUCER_REGS * PRODUCER_THREADS;
-    let regs = left / CONSUMER_THREADS / REGISTER_GRANULE * REGISTER_GRANULE;
-    if regs > MAX_REGS { MAX_REGS } else { regs }
+    left / CONSUMER_THREADS / REGISTER_GRANULE * REGISTER_GRANULE
 }
 /// The register file of an SM, the allocation granule per thread, and the most a thread
 /// may hold (PTX ISA `setmaxnreg`: 24..=256 in multiples of 8; ptxas uses at most 255).
