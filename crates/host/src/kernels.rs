@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 RS (m64n64 for M <= 64, m64n16 for M <= 16; above 128 rows, 256-row tiles: m64n256k16 on each converted weight), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 RS (m64n64 for M <= 64 and, where a cost model says so, M <= 128; m64n16 for M <= 16; above 128 rows, 256-row tiles: m64n256k16 on each converted weight), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -240,7 +240,7 @@ impl Kernel {
                 let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
                 // The tile height for M picks the entry points (decode, medium, prefill, wide).
                 let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) =
-                    (sm90v2::entries(m), sm90v2::bodies(m));
+                    (sm90v2::entries(m, n, k, l, sms), sm90v2::bodies(m, n, k, l, sms));
                 let main = Step { entry: gemm, body: gemm_body, ..main };
                 // The GEMM prefetches weights while the prologue finishes; the reduce is
                 // scheduled as the GEMM grid completes (it does not signal earlier). Each
@@ -248,7 +248,7 @@ impl Kernel {
                 let mut steps = vec![
                     Step {
                         entry: prepare,
-                        launch: sm90v2::prepare_launch(m, k, l),
+                        launch: sm90v2::prepare_launch(m, n, k, l, sms),
                         body: prepare_body,
                         programmatic: false,
                     },
@@ -273,11 +273,17 @@ impl Kernel {
     /// for some shapes, and sm90v2 has an entry point per tile height: one shape per
     /// height, each with a long K (so it splits K), has them all.
     pub fn every_step(self, sms: u32) -> Vec<Step> {
-        let heights =
-            [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M];
+        // (M, N): decode, medium, prefill (a wide N and long K, where 128-row tiles are
+        // faster than 64-row ones) and wide tiles.
+        let heights = [
+            (1, 1),
+            (kernel::sm90v2::MEDIUM_MAX_M, 1),
+            (kernel::sm90v2::PREFILL_MAX_M, 7168),
+            (2 * kernel::sm90v2::PREFILL_MAX_M, 1),
+        ];
         heights
             .into_iter()
-            .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .map(|(m, n)| Shape::new(m, n, 256 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
             .flat_map(|shape| self.steps(shape, sms))
             .collect()
     }
@@ -438,7 +444,8 @@ mod tests {
                 assert!(ptx.ptx.contains(&format!(".entry {}", step.entry)), "{} missing from {target}", step.entry);
             }
             // sm90v2 has its own entry points for M <= 16 (decode tiles).
-            let main = if k == Kernel::Sm90v2 { kernel::sm90v2::entries(shape.m)[1] } else { entry };
+            let (m, n, kk, l, sms) = (shape.m, shape.n, shape.k, shape.l, k.emulated_sms());
+            let main = if k == Kernel::Sm90v2 { kernel::sm90v2::entries(m, n, kk, l, sms)[1] } else { entry };
             assert!(k.steps(shape, k.emulated_sms()).iter().any(|s| s.entry == main), "{k} {shape}");
             let launch = k.launch(shape, k.emulated_sms());
             assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);

@@ -35,11 +35,19 @@ fn splits(shape: &str) -> u32 {
     sm90v2::splits(s.m, s.n, s.k, s.l, SMS)
 }
 
+/// The GEMM entry point (tile height) of `shape` on an H100 SXM.
+fn gemm_entry(shape: &str) -> &'static str {
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    sm90v2::entries(s.m, s.n, s.k, s.l, SMS)[1]
+}
+
 #[test]
 fn sm90v2_matches_the_reference_under_emulation() {
     // One stage (K = 64) with M and N tails and N odd (2-byte stores); tails in M and N
-    // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split.
-    for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448"] {
+    // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split,
+    // on 64-row tiles (two for M = 128) and on 128-row tiles (M = 300: three, with tails in
+    // M and N and L = 2).
+    for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448", "300x300x448x2"] {
         assert_eq!(splits(shape), 1, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
@@ -65,8 +73,7 @@ fn split_k_tiles_match_the_reference_under_emulation() {
 #[test]
 fn decode_tiles_match_the_reference_under_emulation() {
     for (shape, want_splits) in [("1x77x64", 1), ("16x300x256x2", 1), ("5x260x4096", 16), ("16x200x1152x2", 4)] {
-        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
-        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_decode", "{shape}");
         assert_eq!(splits(shape), want_splits, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
@@ -83,8 +90,7 @@ fn decode_tiles_match_the_reference_under_emulation() {
 #[test]
 fn medium_tiles_match_the_reference_under_emulation() {
     for (shape, want_splits) in [("17x77x64", 1), ("64x300x256x2", 1), ("40x260x4096", 8)] {
-        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
-        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_medium", "{shape}");
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_medium", "{shape}");
         assert_eq!(splits(shape), want_splits, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
@@ -92,12 +98,14 @@ fn medium_tiles_match_the_reference_under_emulation() {
     }
     check_w4a16("33x260x2048", false, 3);
     check_w4a16_in("64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
-    // The tile height switches exactly at 16 / 17, 64 / 65 and 128 / 129.
-    assert_eq!(sm90v2::entries(16)[1], "nvfp4_gemm_sm90v2_decode");
-    assert_eq!(sm90v2::entries(64)[1], "nvfp4_gemm_sm90v2_medium");
-    assert_eq!(sm90v2::entries(65)[1], "nvfp4_gemm_sm90v2");
-    assert_eq!(sm90v2::entries(128)[1], "nvfp4_gemm_sm90v2");
-    assert_eq!(sm90v2::entries(129)[1], "nvfp4_gemm_sm90v2_wide");
+    // With a long K and a wide N (where 128-row tiles are faster), the tile height
+    // switches exactly at 16 / 17, 64 / 65 and 128 / 129.
+    let long = |m: u32| sm90v2::entries(m, 7168, 16384, 1, SMS)[1];
+    assert_eq!(long(16), "nvfp4_gemm_sm90v2_decode");
+    assert_eq!(long(64), "nvfp4_gemm_sm90v2_medium");
+    assert_eq!(long(65), "nvfp4_gemm_sm90v2");
+    assert_eq!(long(128), "nvfp4_gemm_sm90v2");
+    assert_eq!(long(129), "nvfp4_gemm_sm90v2_wide");
     // Above, wide tiles unless the last one would be at most half full.
     for (m, entry) in [
         (256, "nvfp4_gemm_sm90v2_wide"),
@@ -106,7 +114,7 @@ fn medium_tiles_match_the_reference_under_emulation() {
         (385, "nvfp4_gemm_sm90v2_wide"),
         (2304, "nvfp4_gemm_sm90v2_wide"),
     ] {
-        assert_eq!(sm90v2::entries(m)[1], entry, "M = {m}");
+        assert_eq!(long(m), entry, "M = {m}");
     }
 }
 
@@ -117,8 +125,7 @@ fn medium_tiles_match_the_reference_under_emulation() {
 #[test]
 fn wide_tiles_match_the_reference_under_emulation() {
     for (shape, want_splits) in [("129x300x64x3", 1), ("256x260x448", 1), ("200x130x4096", 8)] {
-        let m: u32 = shape.split('x').next().unwrap().parse().unwrap();
-        assert_eq!(sm90v2::entries(m)[1], "nvfp4_gemm_sm90v2_wide", "{shape}");
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_wide", "{shape}");
         assert_eq!(splits(shape), want_splits, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
@@ -150,21 +157,28 @@ fn check_w4a16_in(shape: &str, variant: bool, seed: u64, format: nvfp4::operand:
 fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     // Two calls (prologue, GEMM, reduce each) on one workspace: every launch writes what
     // the next reads, so nothing left over from the first call may change the second.
-    two_calls_on_one_workspace("100x260x4096", &["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"]);
+    // On 8 SMs 100x260x4096 runs on 128-row tiles (2 tiles x 4 splits; on 132 SMs, 64-row
+    // tiles are faster: see `tile_heights_follow_the_cost_model`).
+    two_calls_on_one_workspace(
+        "100x260x4096",
+        8,
+        &["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
+    );
     // Decode tiles split 16 ways, with their own three entry points.
     two_calls_on_one_workspace(
         "5x260x4096",
+        SMS,
         &["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
     );
 }
 
-/// Two calls of `shape` on one workspace that starts as garbage (0xFF bytes): nothing in
-/// it may need to start zeroed or stay so between calls.
-fn two_calls_on_one_workspace(shape: &str, want_entries: &[&str]) {
+/// Two calls of `shape` on one workspace that starts as garbage (0xFF bytes), decomposed
+/// for `sms` SMs: nothing in it may need to start zeroed or stay so between calls.
+fn two_calls_on_one_workspace(shape: &str, sms: u32, want_entries: &[&str]) {
     let p = problem(shape, Distribution::GpuMode, 5);
     let shape = p.shape;
     let memory = emu::GlobalMemory::new();
-    let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l, SMS) as usize;
+    let workspace_len = sm90v2::workspace_bytes(shape.m, shape.n, shape.k, shape.l, sms) as usize;
     let args = kernel::GemmArgs {
         a: memory.alloc_from("A", &p.a),
         b: memory.alloc_from("B", &p.b),
@@ -176,11 +190,11 @@ fn two_calls_on_one_workspace(shape: &str, want_entries: &[&str]) {
         n: shape.n,
         k: shape.k,
         l: shape.l,
-        sms: SMS,
+        sms,
         ..kernel::GemmArgs::IDENTITY
     };
     let want = reference(&p);
-    let steps = Kernel::Sm90v2.steps(shape, SMS);
+    let steps = Kernel::Sm90v2.steps(shape, sms);
     let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
     assert_eq!(entries, want_entries, "{shape}");
     for call in 0..2 {
@@ -206,7 +220,7 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
     let cases = [
         ("128x7168x16384", 4, 28, 112), // 28 tiles: one wave, every tile split
         ("128x4096x7168", 8, 16, 128),
-        ("128x7168x2048", 4, 28, 112),
+        ("128x7168x2048", 2, 56, 112),  // 64-row tiles: 56 x 2
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
@@ -215,6 +229,20 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("1x67840x512", 2, 1, 266),     // decode tiles, two per SM: 265 tiles, 1 left over
     ];
     check_decomposition(SMS, &cases);
+}
+
+/// At M = 65..128 the tile height follows the cost model (`sm90v2::rows_for`): 64-row
+/// tiles where an H100 measured them faster (session 20: short K, or many tiles), 128-row
+/// tiles where it measured those faster (long K, few tiles).
+#[test]
+fn tile_heights_follow_the_cost_model() {
+    for shape in ["128x7168x2048", "128x4096x3072", "128x4096x4096", "128x14336x2048", "128x7168x2048x2"] {
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_medium", "{shape}");
+    }
+    // (96x7168x2048: 64-row tiles predicted only 1.3 % faster, within the model's error.)
+    for shape in ["128x7168x16384", "128x4096x7168", "128x7168x4096", "128x7168x8192", "96x7168x2048"] {
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2", "{shape}");
+    }
 }
 
 /// Asserts (shape, CTAs per split tile, split tiles, CTAs) on a GPU with `sms` SMs.
@@ -273,9 +301,14 @@ fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    let entries: Vec<&str> =
-        Kernel::Sm90v2.steps("128x256x448".parse().unwrap(), SMS).iter().map(|s| s.entry).collect();
-    assert_eq!(entries, ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]);
+    // 7 stages: too few to split, on 64-row tiles (M = 128, short K) and 128-row tiles.
+    for (shape, want) in [
+        ("128x256x448", ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium"]),
+        ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
+    ] {
+        let entries: Vec<&str> = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS).iter().map(|s| s.entry).collect();
+        assert_eq!(entries, want, "{shape}");
+    }
 }
 
 /// W4A16: fp16 activations times NVFP4 weights through the same GEMM (the prologue only
@@ -292,12 +325,17 @@ fn w4a16_fp16_activations_match_the_reference_under_emulation() {
 
 /// W4A16 with bf16 activations: the weights dequantized to fp16 and converted to bf16
 /// (exact), bf16 wgmmas, bit-exact against the exact reference: tails in M and N, L = 2,
-/// K % 64 = 16, split K with an epilogue variant, and decode tiles (split K over 16).
+/// K % 64 = 16, split K with an epilogue variant on 64-row tiles (M = 100) and on 128-row
+/// tiles (M = 300, 4 splits), and decode tiles (split K over 16).
 #[test]
 fn w4a16_bf16_activations_match_the_reference_under_emulation() {
-    for (shape, variant) in
-        [("65x77x128", false), ("33x130x80x2", false), ("100x260x4096", true), ("5x260x4096", false)]
-    {
+    for (shape, variant) in [
+        ("65x77x128", false),
+        ("33x130x80x2", false),
+        ("100x260x4096", true),
+        ("5x260x4096", false),
+        ("300x260x1152", true),
+    ] {
         check_w4a16_in(shape, variant, 11, nvfp4::operand::AFormat::Bf16);
     }
 }

@@ -108,7 +108,10 @@
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
 //! `wgmma m64n64k16`, half the tensor work and partial bytes of a 128-row tile. The
 //! weights, their conversion and the ring are the same; every launch has an entry point
-//! per tile height ([`entries`]).
+//! per tile height ([`entries`]). Up to M = 128, 64-row tiles also run where a cost model
+//! fitted on an H100 says they beat 128-row ones ([`rows_for`]): twice the tiles convert
+//! each weight twice, but split K half as many ways, and on short K the f32 partials'
+//! round trip is most of the call (128x7168x2048: 24.3 against 26.0 us).
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
@@ -138,8 +141,8 @@
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
 //! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
-//! Measured on an H100: 63.0 / 29.8 / 25.3 / 214.9 us against v1's 273.4 / 124.5 / 42.4 /
-//! 602.1 on the four benchmark shapes (`host bench`, session 19; docs/perf-notes.md, with
+//! Measured on an H100: 63.3 / 30.2 / 24.3 / 214.0 us against v1's 277.8 / 125.9 / 42.7 /
+//! 608.2 on the four benchmark shapes (`host bench`, session 20; docs/perf-notes.md, with
 //! where the remaining time goes).
 
 use nvfp4::layout;
@@ -252,7 +255,7 @@ pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); TILE_HEIGHTS.len()] = {
     let mut i = 0;
     while i < TILE_HEIGHTS.len() {
         let rows = TILE_HEIGHTS[i];
-        bounds[i] = (entries(rows)[1], THREADS, ctas_per_sm(rows), launch_regs(rows));
+        bounds[i] = (entries_of(rows)[1], THREADS, ctas_per_sm(rows), launch_regs(rows));
         i += 1;
     }
     bounds
@@ -593,7 +596,7 @@ tile_rows!(
     Prefill, 128, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
 tile_rows!(
-    /// 64-row tiles, for M from 17 to 64.
+    /// 64-row tiles, for M from 17 to 64, and up to 128 where they are faster ([`rows_for`]).
     Medium, 64, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
 );
 tile_rows!(
@@ -629,25 +632,81 @@ const fn partial_bytes(rows: u32) -> u32 {
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
-/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
-/// [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide tiles unless they
-/// would pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile
-/// would be at most half full).
-pub const fn rows_for(m: u32) -> u32 {
+/// The tile height for a call: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
+/// [`MEDIUM_MAX_M`]; up to [`PREFILL_MAX_M`] prefill tiles, or medium ones where the cost
+/// model says they are faster ([`medium_is_faster`]); above, wide tiles unless they would
+/// pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile would be
+/// at most half full).
+pub const fn rows_for(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
         Decode::ROWS
     } else if m <= MEDIUM_MAX_M {
         Medium::ROWS
-    } else if m <= PREFILL_MAX_M || (wide_tail > 0 && wide_tail <= PREFILL_MAX_M) {
+    } else if m <= PREFILL_MAX_M {
+        if medium_is_faster(m, n, k, l, sms) { Medium::ROWS } else { Prefill::ROWS }
+    } else if wide_tail > 0 && wide_tail <= PREFILL_MAX_M {
         Prefill::ROWS
     } else {
         Wide::ROWS
     }
 }
 
-const fn tiles(m: u32, n: u32, l: u32) -> u32 {
-    n.div_ceil(block_n(rows_for(m))) * m.div_ceil(rows_for(m)) * l
+/// Whether 64-row tiles beat 128-row tiles at M in 65..=128. A 64-row tile converts the
+/// same 256 weight rows per stage for half the MMA, so each weight is converted twice per
+/// call and the stages run longer in all; but twice the tiles split K half as many ways,
+/// so they write and sum half the f32 partials, and on short K the partials are most of
+/// the time: split K's partial stores and reduce launch cost 7.0-7.9 us of the M = 128
+/// benchmark shapes on an H100, whatever K (docs/perf-notes.md, session 20). Measured
+/// there, 128-row against 64-row tiles: 128x7168x2048 26.06 against 24.53 us,
+/// 128x4096x3072 24.48 against 21.89, 128x14336x2048 34.03 against 28.10 (112 tiles: no
+/// split at all), 128x4096x7168 30.24 against 30.67, 128x7168x4096 31.30 against 32.38,
+/// 128x7168x16384 64.03 against 82.74. The model ([`estimated_ns`]) picks the faster one
+/// on each of those.
+///
+/// The model is calibrated on NVFP4 activations on an H100 and is a few % off elsewhere
+/// (96x7168x2048, predicted 1.3 % faster on 64-row tiles, measured 0.5 us faster on an
+/// H100 and 0.2 us slower on an H200, 1.1 us slower there with bf16 activations), so
+/// 64-row tiles need a predicted gain of [`MEDIUM_MARGIN`].
+const fn medium_is_faster(m: u32, n: u32, k: u32, l: u32, sms: u32) -> bool {
+    let (medium, prefill) = (estimated_ns(Medium::ROWS, m, n, k, l, sms), estimated_ns(Prefill::ROWS, m, n, k, l, sms));
+    medium * MEDIUM_MARGIN.1 < prefill * MEDIUM_MARGIN.0
+}
+
+/// 64-row tiles at M = 65..128 must be predicted at most this fraction of 128-row tiles'
+/// time (19/20: 5 % faster).
+const MEDIUM_MARGIN: (u64, u64) = (19, 20);
+
+/// A stage of a prefill / medium tile, in ns of an H100: from 128x7168x16384's 63.0 us
+/// over 64 stages per CTA and 82.7 us over 128 on medium tiles, less the ~18 us of the
+/// call that do not depend on K (session 20).
+const PREFILL_STAGE_NS: u64 = 700;
+const MEDIUM_STAGE_NS: u64 = 505;
+/// Writing and summing f32 partials, per MiB (7.0 us for 128x7168x16384's 14 MiB), and
+/// the reduce launch's own start (0.5-0.9 us measured).
+const PARTIAL_NS_PER_MIB: u64 = 500;
+const REDUCE_LAUNCH_NS: u64 = 700;
+
+/// The model behind [`medium_is_faster`]: the stages of the longest CTA (whole waves
+/// plus the last wave's split) and the partials' round trip.
+const fn estimated_ns(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
+    let (tiles, wave, ks) = (tiles_in(rows, m, n, l), wave_in(rows, sms), k_stages(k) as u64);
+    let splits = splits_in(rows, m, n, k, l, sms) as u64;
+    let tail = (tiles % wave) as u64;
+    let stages = (tiles / wave) as u64 * ks + if tail > 0 { ks.div_ceil(splits) } else { 0 };
+    let stage_ns = if rows == Medium::ROWS { MEDIUM_STAGE_NS } else { PREFILL_STAGE_NS };
+    if splits == 1 {
+        return stages * stage_ns;
+    }
+    // Partials hold the tile's live rows: M spread over its M tiles.
+    let live_rows = m.div_ceil(m.div_ceil(rows)) as u64;
+    let partial_bytes = tail * splits * block_n(rows) as u64 * live_rows * F32_BYTES as u64;
+    stages * stage_ns + partial_bytes * PARTIAL_NS_PER_MIB / (1 << 20) + REDUCE_LAUNCH_NS
+}
+
+/// Tiles of the call on `rows`-row tiles.
+const fn tiles_in(rows: u32, m: u32, n: u32, l: u32) -> u32 {
+    n.div_ceil(block_n(rows)) * m.div_ceil(rows) * l
 }
 
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
@@ -659,15 +718,20 @@ const fn tiles(m: u32, n: u32, l: u32) -> u32 {
 /// is at most half full, its tiles ([`split_tiles`]) split their K stages over as many
 /// CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT` stages: the
 /// last wave then takes a fraction of a tile's time instead of a whole one.
-/// With fewer tiles than SMs that is every tile (on 132 SMs, the three M = 128 benchmark
-/// shapes: 28 tiles x 4, 16 x 8, 28 x 4; on 114, 16 x 7 instead of 16 x 8, which would
-/// leave 14 CTAs for a second wave); 2304x4608x7168's 324 tiles run as two whole waves of
-/// 132 and 60 tiles split in two.
+/// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
+/// 28 tiles x 4 and 16 x 8 on 128-row tiles, 56 x 2 on 64-row tiles for 128x7168x2048; on
+/// 114, 16 x 7 instead of 16 x 8, which would leave 14 CTAs for a second wave);
+/// 2304x4608x7168's 324 tiles run as two whole waves of 132 and 60 tiles split in two.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    let wave = wave(m, sms);
-    let tail = tiles(m, n, l) % wave;
+    splits_in(rows_for(m, n, k, l, sms), m, n, k, l, sms)
+}
+
+/// [`splits`] on `rows`-row tiles.
+const fn splits_in(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    let wave = wave_in(rows, sms);
+    let tail = tiles_in(rows, m, n, l) % wave;
     let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
-    let cap = if m <= DECODE_MAX_M { MAX_DECODE_SPLITS } else { MAX_SPLITS };
+    let cap = if rows == Decode::ROWS { MAX_DECODE_SPLITS } else { MAX_SPLITS };
     if tail == 0 || 2 * tail > wave || by_stages < 2 {
         return 1;
     }
@@ -676,52 +740,60 @@ pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     if s < cap { s } else { cap }
 }
 
-/// CTAs of one wave on `sms` SMs (see [`splits`]; no SMs count as one).
-const fn wave(m: u32, sms: u32) -> u32 {
+/// CTAs of one wave of `rows`-row tiles on `sms` SMs (see [`splits`]; no SMs count as one).
+const fn wave_in(rows: u32, sms: u32) -> u32 {
     let sms = if sms == 0 { 1 } else { sms };
-    if m <= DECODE_MAX_M { DECODE_CTAS_PER_SM * sms } else { sms }
+    if rows == Decode::ROWS { DECODE_CTAS_PER_SM * sms } else { sms }
 }
 
 /// How many tiles split their K stages (see [`splits`]): the last ones in unit order.
 pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    if splits(m, n, k, l, sms) == 1 { 0 } else { tiles(m, n, l) % wave(m, sms) }
+    split_tiles_in(rows_for(m, n, k, l, sms), m, n, k, l, sms)
+}
+
+/// [`split_tiles`] on `rows`-row tiles.
+const fn split_tiles_in(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+    if splits_in(rows, m, n, k, l, sms) == 1 { 0 } else { tiles_in(rows, m, n, l) % wave_in(rows, sms) }
 }
 
 /// CTAs of the main launch: one per whole tile, `splits` per split tile.
 const fn ctas(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    let split = split_tiles(m, n, k, l, sms);
-    tiles(m, n, l) - split + split * splits(m, n, k, l, sms)
+    let rows = rows_for(m, n, k, l, sms);
+    let split = split_tiles_in(rows, m, n, k, l, sms);
+    tiles_in(rows, m, n, l) - split + split * splits_in(rows, m, n, k, l, sms)
 }
 
 const fn align(bytes: u64) -> u64 {
     bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
 }
 
-/// Bytes of the prepared activations: one image per (batch, M block, K stage).
-const fn act_bytes(m: u32, k: u32, l: u32) -> u64 {
-    let rows = rows_for(m);
+/// Bytes of the prepared activations on `rows`-row tiles: one image per (batch, M block,
+/// K stage).
+const fn act_bytes_in(rows: u32, m: u32, k: u32, l: u32) -> u64 {
     l as u64 * m.div_ceil(rows) as u64 * k_stages(k) as u64 * act_stage_bytes(rows) as u64
 }
 
 /// Workspace: the prepared activations, then one f32 partial per split of every split
 /// tile. Every launch writes what it reads: nothing needs to stay zero.
 pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
-    let partials =
-        split_tiles(m, n, k, l, sms) as u64 * splits(m, n, k, l, sms) as u64 * partial_bytes(rows_for(m)) as u64;
-    align(act_bytes(m, k, l)) + partials
+    let rows = rows_for(m, n, k, l, sms);
+    let partials = split_tiles_in(rows, m, n, k, l, sms) as u64
+        * splits_in(rows, m, n, k, l, sms) as u64
+        * partial_bytes(rows) as u64;
+    align(act_bytes_in(rows, m, k, l)) + partials
 }
 
 /// The main kernel's launch: one CTA per work unit (a whole tile, or one split of a split
 /// tile).
 pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
-    let smem = smem_bytes(rows_for(m));
+    let smem = smem_bytes(rows_for(m, n, k, l, sms));
     Launch { grid: [ctas(m, n, k, l, sms), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
 }
 
 /// The prologue's launch: one CTA per activation image, four threads per image row (and
 /// on wide tiles the image's shared-memory copy).
-pub const fn prepare_launch(m: u32, k: u32, l: u32) -> Launch {
-    let rows = rows_for(m);
+pub const fn prepare_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
+    let rows = rows_for(m, n, k, l, sms);
     Launch {
         grid: [m.div_ceil(rows) * k_stages(k) * l, 1, 1],
         block: [rows * LANES_PER_ROW, 1, 1],
@@ -771,14 +843,14 @@ impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
         let n_tiles = args.n.div_ceil(block_n(R::ROWS));
         let m_tiles = args.m.div_ceil(R::ROWS);
-        let (m, n, k, l, sms) = (args.m, args.n, args.k, args.l, args.sms);
+        let (m, n, k, l, sms, rows) = (args.m, args.n, args.k, args.l, args.sms, R::ROWS);
         Problem {
             args: *args,
-            rows: R::ROWS,
+            rows,
             n_tiles,
             m_tiles,
-            whole_tiles: tiles(m, n, l) - split_tiles(m, n, k, l, sms),
-            splits: splits(m, n, k, l, sms),
+            whole_tiles: tiles_in(rows, m, n, l) - split_tiles_in(rows, m, n, k, l, sms),
+            splits: splits_in(rows, m, n, k, l, sms),
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -818,7 +890,7 @@ impl Problem {
 
     /// Split `split`'s f32 partial of split tile `index`.
     fn partial(&self, index: u32, split: u32) -> u64 {
-        let partials = self.args.workspace + align(act_bytes(self.args.m, self.args.k, self.args.l));
+        let partials = self.args.workspace + align(act_bytes_in(self.rows, self.args.m, self.args.k, self.args.l));
         let slot = (index - self.whole_tiles) * self.splits + split;
         partials + slot as u64 * partial_bytes(self.rows) as u64
     }
@@ -1514,7 +1586,7 @@ const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).i
 
 /// The reduce launch: one thread per partial quad of every split tile.
 pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
-    let quads = split_tiles(m, n, k, l, sms) * BLOCKS as u32 * quads(rows_for(m)) * CONSUMER_THREADS;
+    let quads = split_tiles(m, n, k, l, sms) * BLOCKS as u32 * quads(rows_for(m, n, k, l, sms)) * CONSUMER_THREADS;
     Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
 }
 
@@ -1596,9 +1668,16 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     sum
 }
 
-/// The entry points of the launches for M: (prologue, GEMM, reduce).
-pub const fn entries(m: u32) -> [&'static str; 3] {
-    match rows_for(m) {
+/// The entry points of a call's launches: (prologue, GEMM, reduce). (Host code: in the
+/// PTX it would be a function no kernel calls.)
+#[cfg(not(target_arch = "nvptx64"))]
+pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str; 3] {
+    entries_of(rows_for(m, n, k, l, sms))
+}
+
+/// The entry points of `rows`-row tiles.
+pub const fn entries_of(rows: u32) -> [&'static str; 3] {
+    match rows {
         Decode::ROWS => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
         Medium::ROWS => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
         Wide::ROWS => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
@@ -1606,9 +1685,11 @@ pub const fn entries(m: u32) -> [&'static str; 3] {
     }
 }
 
-/// The bodies of [`entries`], as the emulator runs them.
-pub fn bodies(m: u32) -> [fn(&GemmArgs); 3] {
-    match rows_for(m) {
+/// The bodies of [`entries`], as the emulator runs them. (Host code: in the PTX it would
+/// keep a copy of every kernel body as a function no kernel calls.)
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn bodies(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [fn(&GemmArgs); 3] {
+    match rows_for(m, n, k, l, sms) {
         Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
         Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
         Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
