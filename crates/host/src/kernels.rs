@@ -232,39 +232,36 @@ impl Kernel {
     /// `sm90v2` preceded by the prologue that dequantizes the activations into the
     /// workspace and, when it splits K, followed by the sum of the partials.
     pub fn steps(self, shape: Shape, sms: u32) -> Vec<Step> {
-        let main =
-            Step { entry: self.ptx().1, launch: self.launch(shape, sms), body: self.body(), programmatic: false };
         match self {
             Kernel::Sm90v2 => {
                 use kernel::sm90v2;
-                let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
-                // The tile height for M picks the entry points (decode, medium, prefill, wide).
-                let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) =
-                    (sm90v2::entries(m, n, k, l, sms), sm90v2::bodies(m, n, k, l, sms));
-                let main = Step { entry: gemm, body: gemm_body, ..main };
+                // The tile height picks the entry points (decode, medium, prefill, wide).
+                let plan = sm90v2::Plan::new(shape.m, shape.n, shape.k, shape.l, sms);
+                let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) = (plan.entries(), plan.bodies());
+                let main = Step { entry: gemm, launch: plan.launch(), body: gemm_body, programmatic: false };
                 // The GEMM prefetches weights while the prologue finishes; the reduce is
                 // scheduled as the GEMM grid completes (it does not signal earlier). Each
                 // waits (griddepcontrol) before reading the previous launch's output.
                 let mut steps = vec![
-                    Step {
-                        entry: prepare,
-                        launch: sm90v2::prepare_launch(m, n, k, l, sms),
-                        body: prepare_body,
-                        programmatic: false,
-                    },
+                    Step { entry: prepare, launch: plan.prepare_launch(), body: prepare_body, programmatic: false },
                     Step { programmatic: true, ..main },
                 ];
-                if sm90v2::splits(m, n, k, l, sms) > 1 {
+                if plan.splits() > 1 {
                     steps.push(Step {
                         entry: reduce,
-                        launch: sm90v2::reduce_launch(m, n, k, l, sms),
+                        launch: plan.reduce_launch(),
                         body: reduce_body,
                         programmatic: true,
                     });
                 }
                 steps
             }
-            _ => vec![main],
+            _ => vec![Step {
+                entry: self.ptx().1,
+                launch: self.launch(shape, sms),
+                body: self.body(),
+                programmatic: false,
+            }],
         }
     }
 

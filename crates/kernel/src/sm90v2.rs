@@ -661,7 +661,7 @@ pub const fn rows_for(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
 /// there, 128-row against 64-row tiles: 128x7168x2048 26.06 against 24.53 us,
 /// 128x4096x3072 24.48 against 21.89, 128x14336x2048 34.03 against 28.10 (112 tiles: no
 /// split at all), 128x4096x7168 30.24 against 30.67, 128x7168x4096 31.30 against 32.38,
-/// 128x7168x16384 64.03 against 82.74. The model ([`estimated_ns`]) picks the faster one
+/// 128x7168x16384 64.03 against 82.74. The model ([`Plan::estimated_ns`]) picks the faster one
 /// on each of those.
 ///
 /// The model is calibrated on NVFP4 activations on an H100 and is a few % off elsewhere
@@ -669,7 +669,10 @@ pub const fn rows_for(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
 /// H100 and 0.2 us slower on an H200, 1.1 us slower there with bf16 activations), so
 /// 64-row tiles need a predicted gain of [`MEDIUM_MARGIN`].
 const fn medium_is_faster(m: u32, n: u32, k: u32, l: u32, sms: u32) -> bool {
-    let (medium, prefill) = (estimated_ns(Medium::ROWS, m, n, k, l, sms), estimated_ns(Prefill::ROWS, m, n, k, l, sms));
+    let (medium, prefill) = (
+        Plan::on(Medium::ROWS, m, n, k, l, sms).estimated_ns(),
+        Plan::on(Prefill::ROWS, m, n, k, l, sms).estimated_ns(),
+    );
     medium * MEDIUM_MARGIN.1 < prefill * MEDIUM_MARGIN.0
 }
 
@@ -687,28 +690,6 @@ const MEDIUM_STAGE_NS: u64 = 505;
 const PARTIAL_NS_PER_MIB: u64 = 500;
 const REDUCE_LAUNCH_NS: u64 = 700;
 
-/// The model behind [`medium_is_faster`]: the stages of the longest CTA (whole waves
-/// plus the last wave's split) and the partials' round trip.
-const fn estimated_ns(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
-    let (tiles, wave, ks) = (tiles_in(rows, m, n, l), wave_in(rows, sms), k_stages(k) as u64);
-    let splits = splits_in(rows, m, n, k, l, sms) as u64;
-    let tail = (tiles % wave) as u64;
-    let stages = (tiles / wave) as u64 * ks + if tail > 0 { ks.div_ceil(splits) } else { 0 };
-    let stage_ns = if rows == Medium::ROWS { MEDIUM_STAGE_NS } else { PREFILL_STAGE_NS };
-    if splits == 1 {
-        return stages * stage_ns;
-    }
-    // Partials hold the tile's live rows: M spread over its M tiles.
-    let live_rows = m.div_ceil(m.div_ceil(rows)) as u64;
-    let partial_bytes = tail * splits * block_n(rows) as u64 * live_rows * F32_BYTES as u64;
-    stages * stage_ns + partial_bytes * PARTIAL_NS_PER_MIB / (1 << 20) + REDUCE_LAUNCH_NS
-}
-
-/// Tiles of the call on `rows`-row tiles.
-const fn tiles_in(rows: u32, m: u32, n: u32, l: u32) -> u32 {
-    n.div_ceil(block_n(rows)) * m.div_ceil(rows) * l
-}
-
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
 /// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
 /// in waves of one CTA per SM with prefill and medium tiles (150 and 102 KiB of shared
@@ -723,82 +704,168 @@ const fn tiles_in(rows: u32, m: u32, n: u32, l: u32) -> u32 {
 /// 114, 16 x 7 instead of 16 x 8, which would leave 14 CTAs for a second wave);
 /// 2304x4608x7168's 324 tiles run as two whole waves of 132 and 60 tiles split in two.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    splits_in(rows_for(m, n, k, l, sms), m, n, k, l, sms)
-}
-
-/// [`splits`] on `rows`-row tiles.
-const fn splits_in(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    let wave = wave_in(rows, sms);
-    let tail = tiles_in(rows, m, n, l) % wave;
-    let by_stages = k_stages(k) / MIN_STAGES_PER_SPLIT;
-    let cap = if rows == Decode::ROWS { MAX_DECODE_SPLITS } else { MAX_SPLITS };
-    if tail == 0 || 2 * tail > wave || by_stages < 2 {
-        return 1;
-    }
-    let by_wave = wave / tail;
-    let s = if by_wave < by_stages { by_wave } else { by_stages };
-    if s < cap { s } else { cap }
-}
-
-/// CTAs of one wave of `rows`-row tiles on `sms` SMs (see [`splits`]; no SMs count as one).
-const fn wave_in(rows: u32, sms: u32) -> u32 {
-    let sms = if sms == 0 { 1 } else { sms };
-    if rows == Decode::ROWS { DECODE_CTAS_PER_SM * sms } else { sms }
+    Plan::new(m, n, k, l, sms).splits()
 }
 
 /// How many tiles split their K stages (see [`splits`]): the last ones in unit order.
 pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    split_tiles_in(rows_for(m, n, k, l, sms), m, n, k, l, sms)
-}
-
-/// [`split_tiles`] on `rows`-row tiles.
-const fn split_tiles_in(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    if splits_in(rows, m, n, k, l, sms) == 1 { 0 } else { tiles_in(rows, m, n, l) % wave_in(rows, sms) }
-}
-
-/// CTAs of the main launch: one per whole tile, `splits` per split tile.
-const fn ctas(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
-    let rows = rows_for(m, n, k, l, sms);
-    let split = split_tiles_in(rows, m, n, k, l, sms);
-    tiles_in(rows, m, n, l) - split + split * splits_in(rows, m, n, k, l, sms)
-}
-
-const fn align(bytes: u64) -> u64 {
-    bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
-}
-
-/// Bytes of the prepared activations on `rows`-row tiles: one image per (batch, M block,
-/// K stage).
-const fn act_bytes_in(rows: u32, m: u32, k: u32, l: u32) -> u64 {
-    l as u64 * m.div_ceil(rows) as u64 * k_stages(k) as u64 * act_stage_bytes(rows) as u64
+    Plan::new(m, n, k, l, sms).split_tiles()
 }
 
 /// Workspace: the prepared activations, then one f32 partial per split of every split
 /// tile. Every launch writes what it reads: nothing needs to stay zero.
 pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
-    let rows = rows_for(m, n, k, l, sms);
-    let partials = split_tiles_in(rows, m, n, k, l, sms) as u64
-        * splits_in(rows, m, n, k, l, sms) as u64
-        * partial_bytes(rows) as u64;
-    align(act_bytes_in(rows, m, k, l)) + partials
+    Plan::new(m, n, k, l, sms).workspace_bytes()
 }
 
 /// The main kernel's launch: one CTA per work unit (a whole tile, or one split of a split
 /// tile).
 pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
-    let smem = smem_bytes(rows_for(m, n, k, l, sms));
-    Launch { grid: [ctas(m, n, k, l, sms), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem }
+    Plan::new(m, n, k, l, sms).launch()
 }
 
-/// The prologue's launch: one CTA per activation image, four threads per image row (and
-/// on wide tiles the image's shared-memory copy).
-pub const fn prepare_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
-    let rows = rows_for(m, n, k, l, sms);
-    Launch {
-        grid: [m.div_ceil(rows) * k_stages(k) * l, 1, 1],
-        block: [rows * LANES_PER_ROW, 1, 1],
-        dynamic_smem: if staged_prologue(rows) { act_stage_bytes(rows) } else { 0 },
+/// The entry points of a call's launches: (prologue, GEMM, reduce). (Host code, as
+/// [`Plan::entries`].)
+#[cfg(not(target_arch = "nvptx64"))]
+pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str; 3] {
+    Plan::new(m, n, k, l, sms).entries()
+}
+
+/// One call's work decomposition on one tile height. The host makes one per call
+/// ([`Plan::new`] picks the height, the only place the cost model runs) and takes every
+/// launch from it; a kernel thread rebuilds it from its own entry point's height
+/// ([`Plan::on`]). The free functions above are one-line shorthands.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The tile height ([`Rows::ROWS`]).
+    pub rows: u32,
+    m: u32,
+    n: u32,
+    k: u32,
+    l: u32,
+    sms: u32,
+}
+
+impl Plan {
+    /// The call's plan on the tile height [`rows_for`] picks.
+    pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
+        Plan::on(rows_for(m, n, k, l, sms), m, n, k, l, sms)
     }
+
+    /// The call's plan on `rows`-row tiles.
+    pub const fn on(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
+        Plan { rows, m, n, k, l, sms }
+    }
+
+    /// Tiles of the call.
+    const fn tiles(&self) -> u32 {
+        self.n.div_ceil(block_n(self.rows)) * self.m.div_ceil(self.rows) * self.l
+    }
+
+    /// CTAs of one wave (see [`splits`]; no SMs count as one).
+    const fn wave(&self) -> u32 {
+        let sms = if self.sms == 0 { 1 } else { self.sms };
+        if self.rows == Decode::ROWS { DECODE_CTAS_PER_SM * sms } else { sms }
+    }
+
+    /// [`splits`].
+    pub const fn splits(&self) -> u32 {
+        let wave = self.wave();
+        let tail = self.tiles() % wave;
+        let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
+        let cap = if self.rows == Decode::ROWS { MAX_DECODE_SPLITS } else { MAX_SPLITS };
+        if tail == 0 || 2 * tail > wave || by_stages < 2 {
+            return 1;
+        }
+        let by_wave = wave / tail;
+        let s = if by_wave < by_stages { by_wave } else { by_stages };
+        if s < cap { s } else { cap }
+    }
+
+    /// [`split_tiles`].
+    pub const fn split_tiles(&self) -> u32 {
+        if self.splits() == 1 { 0 } else { self.tiles() % self.wave() }
+    }
+
+    /// CTAs of the main launch: one per whole tile, `splits` per split tile.
+    const fn ctas(&self) -> u32 {
+        let split = self.split_tiles();
+        self.tiles() - split + split * self.splits()
+    }
+
+    /// Bytes of the prepared activations: one image per (batch, M block, K stage).
+    const fn act_bytes(&self) -> u64 {
+        let images = self.l as u64 * self.m.div_ceil(self.rows) as u64 * k_stages(self.k) as u64;
+        images * act_stage_bytes(self.rows) as u64
+    }
+
+    /// [`workspace_bytes`].
+    pub const fn workspace_bytes(&self) -> u64 {
+        let partials = self.split_tiles() as u64 * self.splits() as u64 * partial_bytes(self.rows) as u64;
+        align(self.act_bytes()) + partials
+    }
+
+    /// [`launch`].
+    pub const fn launch(&self) -> Launch {
+        Launch { grid: [self.ctas(), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem_bytes(self.rows) }
+    }
+
+    /// The prologue's launch: one CTA per activation image, four threads per image row
+    /// (and on wide tiles the image's shared-memory copy).
+    pub const fn prepare_launch(&self) -> Launch {
+        let rows = self.rows;
+        Launch {
+            grid: [self.m.div_ceil(rows) * k_stages(self.k) * self.l, 1, 1],
+            block: [rows * LANES_PER_ROW, 1, 1],
+            dynamic_smem: if staged_prologue(rows) { act_stage_bytes(rows) } else { 0 },
+        }
+    }
+
+    /// The reduce launch: one thread per partial quad of every split tile.
+    pub const fn reduce_launch(&self) -> Launch {
+        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.rows) * CONSUMER_THREADS;
+        Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
+    }
+
+    /// The entry points of the call's launches: (prologue, GEMM, reduce). (Host code: in
+    /// the PTX it would be a function no kernel calls.)
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub const fn entries(&self) -> [&'static str; 3] {
+        entries_of(self.rows)
+    }
+
+    /// The bodies of [`Plan::entries`], as the emulator runs them. (Host code: in the PTX
+    /// it would keep a copy of every kernel body as a function no kernel calls.)
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn bodies(&self) -> [fn(&GemmArgs); 3] {
+        match self.rows {
+            Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
+            Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
+            Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
+            _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
+        }
+    }
+
+    /// The model behind [`medium_is_faster`]: the stages of the longest CTA (whole waves
+    /// plus the last wave's split) and the partials' round trip.
+    const fn estimated_ns(&self) -> u64 {
+        let (tiles, wave, ks) = (self.tiles(), self.wave(), k_stages(self.k) as u64);
+        let splits = self.splits() as u64;
+        let tail = (tiles % wave) as u64;
+        let stages = (tiles / wave) as u64 * ks + if tail > 0 { ks.div_ceil(splits) } else { 0 };
+        let stage_ns = if self.rows == Medium::ROWS { MEDIUM_STAGE_NS } else { PREFILL_STAGE_NS };
+        if splits == 1 {
+            return stages * stage_ns;
+        }
+        // Partials hold the tile's live rows: M spread over its M tiles.
+        let live_rows = self.m.div_ceil(self.m.div_ceil(self.rows)) as u64;
+        let partial_bytes = tail * splits * block_n(self.rows) as u64 * live_rows * F32_BYTES as u64;
+        stages * stage_ns + partial_bytes * PARTIAL_NS_PER_MIB / (1 << 20) + REDUCE_LAUNCH_NS
+    }
+}
+
+const fn align(bytes: u64) -> u64 {
+    bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
 }
 
 /// K stages of `BLOCK_K` values; the last one may be partial (K need only be a multiple of
@@ -843,14 +910,14 @@ impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
         let n_tiles = args.n.div_ceil(block_n(R::ROWS));
         let m_tiles = args.m.div_ceil(R::ROWS);
-        let (m, n, k, l, sms, rows) = (args.m, args.n, args.k, args.l, args.sms, R::ROWS);
+        let plan = Plan::on(R::ROWS, args.m, args.n, args.k, args.l, args.sms);
         Problem {
             args: *args,
-            rows,
+            rows: R::ROWS,
             n_tiles,
             m_tiles,
-            whole_tiles: tiles_in(rows, m, n, l) - split_tiles_in(rows, m, n, k, l, sms),
-            splits: splits_in(rows, m, n, k, l, sms),
+            whole_tiles: plan.tiles() - plan.split_tiles(),
+            splits: plan.splits(),
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -890,7 +957,8 @@ impl Problem {
 
     /// Split `split`'s f32 partial of split tile `index`.
     fn partial(&self, index: u32, split: u32) -> u64 {
-        let partials = self.args.workspace + align(act_bytes_in(self.rows, self.args.m, self.args.k, self.args.l));
+        let (m, n, k, l, sms) = (self.args.m, self.args.n, self.args.k, self.args.l, self.args.sms);
+        let partials = self.args.workspace + align(Plan::on(self.rows, m, n, k, l, sms).act_bytes());
         let slot = (index - self.whole_tiles) * self.splits + split;
         partials + slot as u64 * partial_bytes(self.rows) as u64
     }
@@ -1584,12 +1652,6 @@ const REDUCE_THREADS: u32 = 256;
 const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16 splits");
 const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
-/// The reduce launch: one thread per partial quad of every split tile.
-pub const fn reduce_launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
-    let quads = split_tiles(m, n, k, l, sms) * BLOCKS as u32 * quads(rows_for(m, n, k, l, sms)) * CONSUMER_THREADS;
-    Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
-}
-
 /// Sums one quad of a tile's partials in split order (so the result does not depend on
 /// which CTA finished first) and writes its 4 values to C. All SMs share the work; the
 /// first version had the last CTA of each tile read all its tile's partials: one SM
@@ -1668,13 +1730,6 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     sum
 }
 
-/// The entry points of a call's launches: (prologue, GEMM, reduce). (Host code: in the
-/// PTX it would be a function no kernel calls.)
-#[cfg(not(target_arch = "nvptx64"))]
-pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str; 3] {
-    entries_of(rows_for(m, n, k, l, sms))
-}
-
 /// The entry points of `rows`-row tiles.
 pub const fn entries_of(rows: u32) -> [&'static str; 3] {
     match rows {
@@ -1685,19 +1740,7 @@ pub const fn entries_of(rows: u32) -> [&'static str; 3] {
     }
 }
 
-/// The bodies of [`entries`], as the emulator runs them. (Host code: in the PTX it would
-/// keep a copy of every kernel body as a function no kernel calls.)
-#[cfg(not(target_arch = "nvptx64"))]
-pub fn bodies(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [fn(&GemmArgs); 3] {
-    match rows_for(m, n, k, l, sms) {
-        Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
-        Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
-        Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
-        _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
-    }
-}
-
-// The GPU entry points, per tile height (see `entries`).
+// The GPU entry points, per tile height (see `entries_of`).
 gemm_entry_point!(nvfp4_sm90v2_prepare => prepare::<Prefill>);
 gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm::<Prefill>);
 gemm_entry_point!(nvfp4_sm90v2_reduce => reduce::<Prefill>);
