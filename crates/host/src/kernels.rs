@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, wgmma m64n128k16 RS (m64n64 for M <= 64 and, where a cost model says so, M <= 128; m64n16 for M <= 16; above 128 rows, 256-row tiles: m64n256k16 on each converted weight), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -270,8 +270,7 @@ impl Kernel {
     /// for some shapes, and sm90v2 has an entry point per tile height: one shape per
     /// height, each with a long K (so it splits K), has them all.
     pub fn every_step(self, sms: u32) -> Vec<Step> {
-        // (M, N): decode, medium, prefill (a wide N and long K, where 128-row tiles are
-        // faster than 64-row ones) and wide tiles.
+        // (M, N): decode, medium, prefill and wide tiles.
         let heights = [
             (1, 1),
             (kernel::sm90v2::MEDIUM_MAX_M, 1),

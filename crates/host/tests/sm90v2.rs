@@ -45,8 +45,7 @@ fn gemm_entry(shape: &str) -> &'static str {
 fn sm90v2_matches_the_reference_under_emulation() {
     // One stage (K = 64) with M and N tails and N odd (2-byte stores); tails in M and N
     // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split,
-    // on 64-row tiles (two for M = 128) and on 128-row tiles (M = 300: three, with tails in
-    // M and N and L = 2).
+    // on 128-row tiles (M = 128: one; M = 300: three, with tails in M and N and L = 2).
     for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448", "300x300x448x2"] {
         assert_eq!(splits(shape), 1, "{shape}");
         for dist in Distribution::ALL {
@@ -157,8 +156,7 @@ fn check_w4a16_in(shape: &str, variant: bool, seed: u64, format: nvfp4::operand:
 fn a_second_call_on_the_same_workspace_gives_the_same_result() {
     // Two calls (prologue, GEMM, reduce each) on one workspace: every launch writes what
     // the next reads, so nothing left over from the first call may change the second.
-    // On 8 SMs 100x260x4096 runs on 128-row tiles (2 tiles x 4 splits; on 132 SMs, 64-row
-    // tiles are faster: see `tile_heights_follow_the_cost_model`).
+    // On 8 SMs 100x260x4096 runs as 3 tiles x 2 splits.
     two_calls_on_one_workspace(
         "100x260x4096",
         8,
@@ -218,9 +216,9 @@ fn two_calls_on_one_workspace(shape: &str, sms: u32, want_entries: &[&str]) {
 fn only_a_part_full_last_wave_splits_its_tiles() {
     // (shape, CTAs per split tile, split tiles, CTAs) on an H100 SXM's 132 SMs
     let cases = [
-        ("128x7168x16384", 4, 28, 112), // 28 tiles: one wave, every tile split
-        ("128x4096x7168", 8, 16, 128),
-        ("128x7168x2048", 2, 56, 112),  // 64-row tiles: 56 x 2
+        ("128x7168x16384", 2, 56, 112), // 56 tiles of 128 weight rows: one wave, all split
+        ("128x4096x7168", 4, 32, 128),
+        ("128x7168x2048", 2, 56, 112),
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
@@ -231,17 +229,27 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
     check_decomposition(SMS, &cases);
 }
 
-/// At M = 65..128 the tile height follows the cost model (`sm90v2::rows_for`): 64-row
-/// tiles where an H100 measured them faster (session 20: short K, or many tiles), 128-row
-/// tiles where it measured those faster (long K, few tiles).
+/// The tile height follows M alone (`sm90v2::rows_for`): 16 rows up to M = 16, 64 up to
+/// 64, 128 up to 128 (whatever N and K: a 128x128 tile splits K as a 256x64 one does and
+/// converts each weight half as often), and above, 256 unless that pads M more than 128
+/// would.
 #[test]
-fn tile_heights_follow_the_cost_model() {
-    for shape in ["128x7168x2048", "128x4096x3072", "128x4096x4096", "128x14336x2048", "128x7168x2048x2"] {
-        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_medium", "{shape}");
-    }
-    // (96x7168x2048: 64-row tiles predicted only 1.3 % faster, within the model's error.)
-    for shape in ["128x7168x16384", "128x4096x7168", "128x7168x4096", "128x7168x8192", "96x7168x2048"] {
-        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2", "{shape}");
+fn tile_heights_follow_m() {
+    for (shape, want) in [
+        ("1x7168x16384", "nvfp4_gemm_sm90v2_decode"),
+        ("16x4096x7168", "nvfp4_gemm_sm90v2_decode"),
+        ("17x4096x7168", "nvfp4_gemm_sm90v2_medium"),
+        ("64x7168x2048", "nvfp4_gemm_sm90v2_medium"),
+        ("65x7168x2048", "nvfp4_gemm_sm90v2"),
+        ("128x7168x2048", "nvfp4_gemm_sm90v2"),
+        ("128x14336x2048", "nvfp4_gemm_sm90v2"),
+        ("128x7168x16384", "nvfp4_gemm_sm90v2"),
+        ("300x7168x2048", "nvfp4_gemm_sm90v2"), // 300 = 256 + 44: a second wide tile would be 17 % full
+        ("384x7168x2048", "nvfp4_gemm_sm90v2"),
+        ("512x7168x2048", "nvfp4_gemm_sm90v2_wide"),
+        ("2304x4608x7168", "nvfp4_gemm_sm90v2_wide"),
+    ] {
+        assert_eq!(gemm_entry(shape), want, "{shape}");
     }
 }
 
@@ -260,29 +268,29 @@ fn check_decomposition(sms: u32, cases: &[(&str, u32, u32, u32)]) {
 /// split fewer ways, so that no CTA is left for a second wave.
 #[test]
 fn other_hoppers_get_a_grid_of_their_own_size() {
-    // H100 PCIe, 114 SMs: 16 tiles x 7 instead of x 8 (128 CTAs would need two waves).
+    // H100 PCIe, 114 SMs: 32 tiles x 3 instead of x 4 (128 CTAs would need two waves).
     check_decomposition(
         114,
         &[
-            ("128x7168x16384", 4, 28, 112),
-            ("128x4096x7168", 7, 16, 112),
+            ("128x7168x16384", 2, 56, 112),
+            ("128x4096x7168", 3, 32, 96),
             ("2304x4608x7168", 1, 0, 324), // 324 = 2 x 114 + 96: the last wave is 84 % full
             ("1x7168x16384", 8, 28, 224),  // decode: 228 CTAs a wave
         ],
     );
-    // H20, 78 SMs.
-    check_decomposition(78, &[("128x7168x16384", 2, 28, 56), ("128x4096x7168", 4, 16, 64)]);
+    // H20, 78 SMs: 56 tiles fill more than half a wave, so they do not split.
+    check_decomposition(78, &[("128x7168x16384", 1, 0, 56), ("128x4096x7168", 2, 32, 64)]);
     // No SM count (GemmArgs::IDENTITY) reads as one SM: nothing splits.
-    check_decomposition(0, &[("128x7168x16384", 1, 0, 28)]);
+    check_decomposition(0, &[("128x7168x16384", 1, 0, 56)]);
 }
 
-/// An emulated run decomposed for a GPU of 8 SMs (2 tiles x 4 splits instead of 8) and
-/// of 1 SM (2 whole tiles, one after the other): the same exact result.
+/// An emulated run decomposed for a GPU of 8 SMs (3 tiles x 2 splits instead of 8) and
+/// of 1 SM (3 whole tiles, one after the other): the same exact result.
 #[test]
 fn any_sm_count_gives_the_exact_result_under_emulation() {
     let p = problem("100x260x4096", Distribution::GpuMode, 9);
     let want = reference(&p);
-    for (sms, want_ctas) in [(8, 8), (1, 2)] {
+    for (sms, want_ctas) in [(8, 6), (1, 3)] {
         assert_eq!(Kernel::Sm90v2.launch(p.shape, sms).grid[0], want_ctas, "{sms} SMs");
         let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{sms} SMs: {e}"));
         let c = compare(p.shape, &run.c, &want);
@@ -301,9 +309,9 @@ fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    // 7 stages: too few to split, on 64-row tiles (M = 128, short K) and 128-row tiles.
+    // 7 stages: too few to split, on 64-row tiles and 128-row tiles.
     for (shape, want) in [
-        ("128x256x448", ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium"]),
+        ("64x256x448", ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium"]),
         ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
     ] {
         let entries: Vec<&str> = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS).iter().map(|s| s.entry).collect();
@@ -325,8 +333,8 @@ fn w4a16_fp16_activations_match_the_reference_under_emulation() {
 
 /// W4A16 with bf16 activations: the weights dequantized to fp16 and converted to bf16
 /// (exact), bf16 wgmmas, bit-exact against the exact reference: tails in M and N, L = 2,
-/// K % 64 = 16, split K with an epilogue variant on 64-row tiles (M = 100) and on 128-row
-/// tiles (M = 300, 4 splits), and decode tiles (split K over 16).
+/// K % 64 = 16, split K with an epilogue variant on 128-row tiles (M = 100 and M = 300),
+/// and decode tiles (split K over 16).
 #[test]
 fn w4a16_bf16_activations_match_the_reference_under_emulation() {
     for (shape, variant) in [

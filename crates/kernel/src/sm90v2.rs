@@ -19,7 +19,7 @@
 //!    128 rows x 128 bytes (other tile heights: their rows, see [`Rows`]), already
 //!    128B-swizzled and with K permuted as the weight fragments imply (see "K order"
 //!    below). Rows past M are zeros.
-//! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 256 (N) x 128 (M) tile and
+//! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 128 (N) x 128 (M) tile and
 //!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
 //!    `cp.async.bulk` by producer thread 0) and its raw weights and scales as they lie in
 //!    B and SFB (16-byte `cp.async`s by the producer warpgroup); each consumer thread reads
@@ -42,9 +42,9 @@
 //! consumer thread t converts a weight row, and stores H[i] at bytes 4t of chunk i.
 //!
 //! **Warp roles** (384 threads = 3 warpgroups): warpgroups 0 and 1 are *consumers*:
-//! warpgroup c owns weight rows 128c..128c+127 of the tile as two m64 blocks, each
-//! against all 128 activation rows: two `wgmma m64n128k16` (RS) per k16 step, 2 x 64 fp32
-//! accumulators per thread. Warpgroup 2 is the *producer*: its 128 threads copy every
+//! warpgroup c owns weight rows 64c..64c+63 of the tile as one m64 block against all 128
+//! activation rows: one `wgmma m64n128k16` (RS) per k16 step, 64 fp32 accumulators per
+//! thread (on medium and decode tiles, two m64 blocks of 128 weight rows, see [`Rows`]). Warpgroup 2 is the *producer*: its 128 threads copy every
 //! stage's weights and scales with 16-byte `cp.async`s, its thread 0 the image with one
 //! bulk copy. The register file (64 K per SM, 16 K per scheduler, each holding one warp
 //! of every warpgroup) cannot give 384 threads the ~220 registers a consumer needs, so
@@ -106,12 +106,20 @@
 //! activation rows instead of 128: `wgmma m64n16k16`, 8 accumulators per block, 2 KiB
 //! images and 66 KiB of shared memory, so two CTAs share an SM and split K goes twice as
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
-//! `wgmma m64n64k16`, half the tensor work and partial bytes of a 128-row tile. The
-//! weights, their conversion and the ring are the same; every launch has an entry point
-//! per tile height ([`entries`]). Up to M = 128, 64-row tiles also run where a cost model
-//! fitted on an H100 says they beat 128-row ones ([`rows_for`]): twice the tiles convert
-//! each weight twice, but split K half as many ways, and on short K the f32 partials'
-//! round trip is most of the call (128x7168x2048: 24.3 against 26.0 us).
+//! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
+//! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
+//! same; every launch has an entry point per tile height ([`entries`]).
+//!
+//! **Why 128 weight rows on 128-row tiles.** Until session 21 these tiles had 256 weight
+//! rows, like the medium ones: at M = 128 the few tiles then split K 4-8 ways, and the
+//! f32 partials' stores and sum were 7-8 us of each call. 128 weight rows make twice the
+//! tiles, which split K half as many ways into partials half the size: a quarter of the
+//! partial bytes, for the same tensor work and conversion per weight and twice the image
+//! bytes per MMA (L2 had the headroom: 47 % busy). On an H100, interleaved with the
+//! 256-row build: 128x4096x7168 24.6 against 28.9 us, 128x7168x2048 20.2 against 22.8
+//! (then on 64-row tiles), 128x7168x4096 26.1 against 29.4, 128x7168x16384 64.2 against
+//! 62.8 (docs/perf-notes.md, session 21). They also convert each weight half as often as
+//! 64-row tiles of the same decomposition, so M = 65..128 always runs on them.
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
@@ -141,8 +149,8 @@
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
 //! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
-//! Measured on an H100: 63.3 / 30.2 / 24.3 / 214.0 us against v1's 277.8 / 125.9 / 42.7 /
-//! 608.2 on the four benchmark shapes (`host bench`, session 20; docs/perf-notes.md, with
+//! Measured on an H100: 65.8 / 25.6 / 21.6 / 214.5 us against v1's 276.0 / 124.6 / 42.3 /
+//! 601.7 on the four benchmark shapes (`host bench`, session 21; docs/perf-notes.md, with
 //! where the remaining time goes).
 
 use nvfp4::layout;
@@ -173,24 +181,27 @@ const WARPGROUP: u32 = 128;
 const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
 /// The m64 weight blocks a warpgroup multiplies on `rows`-row tiles: one per accumulator
-/// block, or on wide tiles one for both (see [`Rows`]: the two blocks are the two 128-row
-/// halves of the activations against the same converted weights).
+/// block on medium and decode tiles, or on prefill and wide tiles one for both (see
+/// [`Rows`]: the two blocks are the two halves of the activations against the same
+/// converted weights).
 const fn weight_blocks(rows: u32) -> u32 {
-    if rows == Wide::ROWS { 1 } else { BLOCKS as u32 }
+    if rows == Wide::ROWS || rows == Prefill::ROWS { 1 } else { BLOCKS as u32 }
 }
 /// Activation rows of one accumulator block (the wgmma N).
 const fn block_rows(rows: u32) -> u32 {
     rows * weight_blocks(rows) / BLOCKS as u32
 }
 /// How far accumulator block 1's rows of C lie from block 0's: a weight block further in n,
-/// or on wide tiles (both blocks on the same weights) an activation half further in m.
+/// or on prefill and wide tiles (both blocks on the same weights) an activation half
+/// further in m.
 const fn block_n_step(rows: u32) -> u32 {
     if weight_blocks(rows) == 1 { 0 } else { WGMMA_M }
 }
 const fn block_m_step(rows: u32) -> u32 {
     if weight_blocks(rows) == 1 { block_rows(rows) } else { 0 }
 }
-/// Weight rows (columns of C) per CTA tile with `rows`-row tiles: 256, or 128 on wide tiles.
+/// Weight rows (columns of C) per CTA tile with `rows`-row tiles: 128 on prefill and wide
+/// tiles, 256 on medium and decode tiles.
 pub const fn block_n(rows: u32) -> u32 {
     CONSUMERS * weight_blocks(rows) * WGMMA_M
 }
@@ -437,9 +448,9 @@ pub trait Rows: Copy {
     /// As [`wgmma::mma_async_rs_m64n128`].
     unsafe fn mma<E: Element>(acc: &mut Self::Acc, a: &[u32; 4], b: SmemDesc, accumulate: bool);
     /// One k16 step of both accumulator blocks: block i multiplies the fragments `a[i]`
-    /// by the activations `b[i]`. Two wgmmas, or on wide tiles (the same fragments, the
-    /// image's two 128-row halves) one `wgmma m64n256k16`, whose 128 accumulators are
-    /// the two blocks' side by side.
+    /// by the activations `b[i]`. Two wgmmas, or on prefill and wide tiles (the same
+    /// fragments, the image's two halves) one wgmma of twice the N (`m64n128k16`,
+    /// `m64n256k16`), whose accumulators are the two blocks' side by side.
     ///
     /// # Safety
     /// As [`wgmma::mma_async_rs_m64n128`].
@@ -534,9 +545,10 @@ macro_rules! tile_rows {
                 }
             }
             $(
-            /// The blocks are the halves of one m64n256 accumulator: the same fragments
-            /// (`a[1]` is `a[0]`) against the image's two 128-row halves, which lie one
-            /// after the other (`b[1]` is `b[0]` 128 rows on), so one wgmma covers both.
+            /// The blocks are the halves of one accumulator of twice the N: the same
+            /// fragments (`a[1]` is `a[0]`) against the image's two halves, which lie one
+            /// after the other (`b[1]` is `b[0]` half the rows on), so one wgmma covers
+            /// both.
             #[inline(always)]
             unsafe fn mma_blocks<E: Element>(
                 acc: &mut [[f32; $acc]; BLOCKS],
@@ -592,11 +604,14 @@ tile_rows!(
     both blocks: mma_async_rs_m64n256, mma_async_rs_bf16_m64n256
 );
 tile_rows!(
-    /// 128-row tiles.
-    Prefill, 128, 64, 16, mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
+    /// 128-row tiles, for M from 65 to 128 (and above, where wide tiles would pad more):
+    /// 128 weight rows, each warpgroup's 64 multiplied by both 64-row halves of the
+    /// activations at once (one `wgmma m64n128k16` per k16 step, see [`Rows::mma_blocks`]).
+    Prefill, 128, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64,
+    both blocks: mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
 tile_rows!(
-    /// 64-row tiles, for M from 17 to 64, and up to 128 where they are faster ([`rows_for`]).
+    /// 64-row tiles, for M from 17 to 64.
     Medium, 64, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
 );
 tile_rows!(
@@ -633,75 +648,33 @@ const fn partial_bytes(rows: u32) -> u32 {
 const REGION_ALIGN: u64 = 256;
 
 /// The tile height for a call: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
-/// [`MEDIUM_MAX_M`]; up to [`PREFILL_MAX_M`] prefill tiles, or medium ones where the cost
-/// model says they are faster ([`medium_is_faster`]); above, wide tiles unless they would
-/// pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile would be
-/// at most half full).
-pub const fn rows_for(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
+/// [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide tiles unless they
+/// would pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile
+/// would be at most half full).
+pub const fn rows_for(m: u32) -> u32 {
     let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
         Decode::ROWS
     } else if m <= MEDIUM_MAX_M {
         Medium::ROWS
-    } else if m <= PREFILL_MAX_M {
-        if medium_is_faster(m, n, k, l, sms) { Medium::ROWS } else { Prefill::ROWS }
-    } else if wide_tail > 0 && wide_tail <= PREFILL_MAX_M {
+    } else if m <= PREFILL_MAX_M || (wide_tail > 0 && wide_tail <= PREFILL_MAX_M) {
         Prefill::ROWS
     } else {
         Wide::ROWS
     }
 }
 
-/// Whether 64-row tiles beat 128-row tiles at M in 65..=128. A 64-row tile converts the
-/// same 256 weight rows per stage for half the MMA, so each weight is converted twice per
-/// call and the stages run longer in all; but twice the tiles split K half as many ways,
-/// so they write and sum half the f32 partials, and on short K the partials are most of
-/// the time: split K's partial stores and reduce launch cost 7.0-7.9 us of the M = 128
-/// benchmark shapes on an H100, whatever K (docs/perf-notes.md, session 20). Measured
-/// there, 128-row against 64-row tiles: 128x7168x2048 26.06 against 24.53 us,
-/// 128x4096x3072 24.48 against 21.89, 128x14336x2048 34.03 against 28.10 (112 tiles: no
-/// split at all), 128x4096x7168 30.24 against 30.67, 128x7168x4096 31.30 against 32.38,
-/// 128x7168x16384 64.03 against 82.74. The model ([`Plan::estimated_ns`]) picks the faster one
-/// on each of those.
-///
-/// The model is calibrated on NVFP4 activations on an H100 and is a few % off elsewhere
-/// (96x7168x2048, predicted 1.3 % faster on 64-row tiles, measured 0.5 us faster on an
-/// H100 and 0.2 us slower on an H200, 1.1 us slower there with bf16 activations), so
-/// 64-row tiles need a predicted gain of [`MEDIUM_MARGIN`].
-const fn medium_is_faster(m: u32, n: u32, k: u32, l: u32, sms: u32) -> bool {
-    let (medium, prefill) = (
-        Plan::on(Medium::ROWS, m, n, k, l, sms).estimated_ns(),
-        Plan::on(Prefill::ROWS, m, n, k, l, sms).estimated_ns(),
-    );
-    medium * MEDIUM_MARGIN.1 < prefill * MEDIUM_MARGIN.0
-}
-
-/// 64-row tiles at M = 65..128 must be predicted at most this fraction of 128-row tiles'
-/// time (19/20: 5 % faster).
-const MEDIUM_MARGIN: (u64, u64) = (19, 20);
-
-/// A stage of a prefill / medium tile, in ns of an H100: from 128x7168x16384's 63.0 us
-/// over 64 stages per CTA and 82.7 us over 128 on medium tiles, less the ~18 us of the
-/// call that do not depend on K (session 20).
-const PREFILL_STAGE_NS: u64 = 700;
-const MEDIUM_STAGE_NS: u64 = 505;
-/// Writing and summing f32 partials, per MiB (7.0 us for 128x7168x16384's 14 MiB), and
-/// the reduce launch's own start (0.5-0.9 us measured).
-const PARTIAL_NS_PER_MIB: u64 = 500;
-const REDUCE_LAUNCH_NS: u64 = 700;
-
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
 /// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
-/// in waves of one CTA per SM with prefill and medium tiles (150 and 102 KiB of shared
-/// memory, 153 registers per thread for medium), two with decode tiles (66 KiB, 95
+/// in waves of one CTA per SM with prefill and medium tiles (123 and 102 KiB of shared
+/// memory), two with decode tiles (66 KiB, 95
 /// registers per thread, which only stream weights: twice the copies in flight took
 /// 1x7168x16384 from 67.1 to 53.4 us on an H100, docs/perf-notes.md). When the last wave
 /// is at most half full, its tiles ([`split_tiles`]) split their K stages over as many
 /// CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT` stages: the
 /// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
-/// 28 tiles x 4 and 16 x 8 on 128-row tiles, 56 x 2 on 64-row tiles for 128x7168x2048; on
-/// 114, 16 x 7 instead of 16 x 8, which would leave 14 CTAs for a second wave);
+/// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3);
 /// 2304x4608x7168's 324 tiles run as two whole waves of 132 and 60 tiles split in two.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
@@ -732,7 +705,7 @@ pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str;
 }
 
 /// One call's work decomposition on one tile height. The host makes one per call
-/// ([`Plan::new`] picks the height, the only place the cost model runs) and takes every
+/// ([`Plan::new`] picks the height from M, [`rows_for`]) and takes every
 /// launch from it; a kernel thread rebuilds it from its own entry point's height
 /// ([`Plan::on`]). The free functions above are one-line shorthands.
 #[derive(Clone, Copy, Debug)]
@@ -749,7 +722,7 @@ pub struct Plan {
 impl Plan {
     /// The call's plan on the tile height [`rows_for`] picks.
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
-        Plan::on(rows_for(m, n, k, l, sms), m, n, k, l, sms)
+        Plan::on(rows_for(m), m, n, k, l, sms)
     }
 
     /// The call's plan on `rows`-row tiles.
@@ -844,23 +817,6 @@ impl Plan {
             Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
             _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
         }
-    }
-
-    /// The model behind [`medium_is_faster`]: the stages of the longest CTA (whole waves
-    /// plus the last wave's split) and the partials' round trip.
-    const fn estimated_ns(&self) -> u64 {
-        let (tiles, wave, ks) = (self.tiles(), self.wave(), k_stages(self.k) as u64);
-        let splits = self.splits() as u64;
-        let tail = (tiles % wave) as u64;
-        let stages = (tiles / wave) as u64 * ks + if tail > 0 { ks.div_ceil(splits) } else { 0 };
-        let stage_ns = if self.rows == Medium::ROWS { MEDIUM_STAGE_NS } else { PREFILL_STAGE_NS };
-        if splits == 1 {
-            return stages * stage_ns;
-        }
-        // Partials hold the tile's live rows: M spread over its M tiles.
-        let live_rows = self.m.div_ceil(self.m.div_ceil(self.rows)) as u64;
-        let partial_bytes = tail * splits * block_n(self.rows) as u64 * live_rows * F32_BYTES as u64;
-        stages * stage_ns + partial_bytes * PARTIAL_NS_PER_MIB / (1 << 20) + REDUCE_LAUNCH_NS
     }
 }
 
@@ -1302,20 +1258,21 @@ struct Raw {
     scales: [u32; 4],
 }
 
-/// Where a consumer thread's 4 rows lie in a slot: tile rows 128c + 64b + 16w + g + 8h for
-/// row i = 2b + h (block b, h = 0 for row g, 1 for g + 8).
+/// Where a consumer thread's 4 rows lie in a slot: tile rows (B·c + b)·64 + 16w + g + 8h
+/// for row i = 2b + h (B weight blocks per warpgroup, block b, h = 0 for row g, 1 for
+/// g + 8).
 struct OwnRows {
     /// Offset of the thread's 8 bytes of each row in the weights.
     values: [u32; 4],
     /// Offset of each row's 4-byte scale group (the thread's scale is byte t of it).
     scales: [u32; 4],
-    /// Rows the thread reads: 4, or 2 on wide tiles (one weight block).
+    /// Rows the thread reads: 4, or 2 on prefill and wide tiles (one weight block).
     rows_read: u32,
 }
 
 impl OwnRows {
     /// Row i of the thread is row g (+8 for odd i) of warp w's 16 in weight block i / 2 of
-    /// warpgroup c; on wide tiles (one weight block) rows 2 and 3 are never read.
+    /// warpgroup c; on prefill and wide tiles (one weight block) rows 2 and 3 are never read.
     #[inline(always)]
     fn new(c: u32, w: u32, g: u32, t: u32, weight_blocks: u32) -> OwnRows {
         let row = |i: u32| c * weight_blocks * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
@@ -1349,7 +1306,8 @@ impl OwnRows {
     }
 }
 
-/// Consumer warpgroup `c`: weight rows n0 + 128c + 64b + 16w + g (+8), b = 0, 1.
+/// Consumer warpgroup `c`: weight rows n0 + (B·c + b)·64 + 16w + g (+8) of its B weight
+/// blocks b (see [`OwnRows`]).
 #[inline(always)]
 // `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
 // the lints fire on the expansion, not on anything to simplify.
@@ -1384,8 +1342,9 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
             // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
             let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
-            // Block 1's activations: the same rows, or on wide tiles the image's second
-            // half (its rows 128..256, whole swizzle atoms further).
+            // Block 1's activations: the same rows, or on prefill and wide tiles the
+            // image's second half (its rows 64..128 or 128..256, whole swizzle atoms
+            // further).
             let act_1 = SmemDesc::new(
                 smem.act(ring.slot).0 + block_m_step(R::ROWS) * ROW_F16_BYTES,
                 LBO_UNUSED,
@@ -1396,7 +1355,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                 const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
                 seq_macro::seq!(B in 0..2 {
                     // Rows g and g + 8 of weight block B: the thread's rows 2B and 2B + 1
-                    // (wide tiles convert block 0 only, for both accumulator blocks).
+                    // (prefill and wide tiles convert block 0 only, for both blocks).
                     if B < weight_blocks {
                         frags[PARITY][B] = [
                             h(raw.words[2 * B], 2 * J, scales[2 * B]),
@@ -1412,7 +1371,8 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                 // k16 step J starts 32 bytes further into each 128-byte swizzle row.
                 let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
                 let b_desc_1 = act_1.advance(J * WGMMA_K * F16_BYTES);
-                // Block 1's weights: weight block 1, or on wide tiles block 0 again.
+                // Block 1's weights: weight block 1, or on prefill and wide tiles block 0
+                // again.
                 let a_1 = &frags[PARITY][1 % weight_blocks as usize];
                 let accumulate = kb > begin || J > 0;
                 // SAFETY: `acc` and `frags[PARITY]` stay untouched until a wait covers
@@ -1524,7 +1484,7 @@ pub struct Place {
     n_base: u32,
     m_base: u32,
     /// How far block b's rows lie from block 0's: in n (a weight block further), or on
-    /// wide tiles in m (the second half of the activations).
+    /// prefill and wide tiles in m (the second half of the activations).
     block_n_step: u32,
     block_m_step: u32,
     /// The tile's first n and m, and the bytes per row of its staged copy.
