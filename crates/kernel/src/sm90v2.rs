@@ -44,11 +44,12 @@
 //! **Warp roles** (384 threads = 3 warpgroups): warpgroups 0 and 1 are *consumers*:
 //! warpgroup c owns weight rows 64c..64c+63 of the tile as one m64 block against all 128
 //! activation rows: one `wgmma m64n128k16` (RS) per k16 step, 64 fp32 accumulators per
-//! thread (on medium and decode tiles, two m64 blocks of 128 weight rows, see [`Rows`]). Warpgroup 2 is the *producer*: its 128 threads copy every
-//! stage's weights and scales with 16-byte `cp.async`s, its thread 0 the image with one
-//! bulk copy. The register file (64 K per SM, 16 K per scheduler, each holding one warp
-//! of every warpgroup) cannot give 384 threads the ~220 registers a consumer needs, so
-//! the launch bounds give each thread 168 ([`launch_regs`], `.maxntid` and `.maxnreg` in
+//! thread (on medium and decode tiles, 128 weight rows as two m64 blocks, see [`Rows`]).
+//! Warpgroup 2 is the *producer*: its 128 threads copy every stage's weights and scales
+//! with 16-byte `cp.async`s, its thread 0 the image with one bulk copy. The register
+//! file (64 K per SM, 16 K per scheduler, each holding one warp of every warpgroup) cannot
+//! give 384 threads the ~220 registers a consumer needs (on wide tiles), so the launch
+//! bounds give each thread 168 ([`launch_regs`], `.maxntid` and `.maxnreg` in
 //! the PTX) and `setmaxnreg` moves them: the producer drops to [`PRODUCER_REGS`] (40),
 //! the consumers rise to [`consumer_regs`] (232). Until session 19 thread 0 of consumer
 //! warp 0 issued the bulk copies and every consumer thread copied its share of the
