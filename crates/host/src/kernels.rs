@@ -270,16 +270,12 @@ impl Kernel {
     /// for some shapes, and sm90v2 has an entry point per tile height: one shape per
     /// height, each with a long K (so it splits K), has them all.
     pub fn every_step(self, sms: u32) -> Vec<Step> {
-        // (M, N): decode, medium, prefill and wide tiles.
-        let heights = [
-            (1, 1),
-            (kernel::sm90v2::MEDIUM_MAX_M, 1),
-            (kernel::sm90v2::PREFILL_MAX_M, 7168),
-            (2 * kernel::sm90v2::PREFILL_MAX_M, 1),
-        ];
+        // M of decode, medium, prefill and wide tiles (M alone picks the height).
+        let heights =
+            [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M];
         heights
             .into_iter()
-            .map(|(m, n)| Shape::new(m, n, 256 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
             .flat_map(|shape| self.steps(shape, sms))
             .collect()
     }

@@ -97,8 +97,8 @@ fn medium_tiles_match_the_reference_under_emulation() {
     }
     check_w4a16("33x260x2048", false, 3);
     check_w4a16_in("64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
-    // With a long K and a wide N (where 128-row tiles are faster), the tile height
-    // switches exactly at 16 / 17, 64 / 65 and 128 / 129.
+    // The tile height switches exactly at 16 / 17, 64 / 65 and 128 / 129 (M alone picks
+    // it; any N and K, here those of the benchmark's largest shape).
     let long = |m: u32| sm90v2::entries(m, 7168, 16384, 1, SMS)[1];
     assert_eq!(long(16), "nvfp4_gemm_sm90v2_decode");
     assert_eq!(long(64), "nvfp4_gemm_sm90v2_medium");

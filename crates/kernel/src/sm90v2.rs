@@ -648,7 +648,7 @@ const fn partial_bytes(rows: u32) -> u32 {
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
-/// The tile height for a call: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
+/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
 /// [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide tiles unless they
 /// would pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile
 /// would be at most half full).
@@ -668,15 +668,15 @@ pub const fn rows_for(m: u32) -> u32 {
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
 /// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
 /// in waves of one CTA per SM with prefill and medium tiles (123 and 102 KiB of shared
-/// memory), two with decode tiles (66 KiB, 95
-/// registers per thread, which only stream weights: twice the copies in flight took
-/// 1x7168x16384 from 67.1 to 53.4 us on an H100, docs/perf-notes.md). When the last wave
+/// memory), two with decode tiles (66 KiB, 95 registers per thread, which only stream
+/// weights: twice the copies in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100,
+/// docs/perf-notes.md). When the last wave
 /// is at most half full, its tiles ([`split_tiles`]) split their K stages over as many
 /// CTAs as that wave holds, capped, each with at least `MIN_STAGES_PER_SPLIT` stages: the
 /// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
-/// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3);
-/// 2304x4608x7168's 324 tiles run as two whole waves of 132 and 60 tiles split in two.
+/// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3); 2304x4608x7168's 324
+/// tiles run as two whole waves of 132 and 60 tiles split in two.
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
 }
@@ -706,9 +706,9 @@ pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str;
 }
 
 /// One call's work decomposition on one tile height. The host makes one per call
-/// ([`Plan::new`] picks the height from M, [`rows_for`]) and takes every
-/// launch from it; a kernel thread rebuilds it from its own entry point's height
-/// ([`Plan::on`]). The free functions above are one-line shorthands.
+/// ([`Plan::new`] picks the height from M, [`rows_for`]) and takes every launch from it;
+/// a kernel thread rebuilds it from its own entry point's height ([`Plan::on`]). The free
+/// functions above are one-line shorthands.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     /// The tile height ([`Rows::ROWS`]).
