@@ -171,7 +171,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
             assert!(body.contains(&wgmma), "{name} lacks `{wgmma}`");
         }
         assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
-        gemm_instructions(name, body);
+        gemm_instructions(name, n, body);
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are
     // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits at a
@@ -199,8 +199,8 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     }
 }
 
-/// What every sm90v2 GEMM entry (one per tile height) is written with.
-fn gemm_instructions(name: &str, body: &str) {
+/// What every sm90v2 GEMM entry (one per tile height, `rows`) is written with.
+fn gemm_instructions(name: &str, rows: u32, body: &str) {
     for instruction in [
         "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned",
@@ -214,9 +214,8 @@ fn gemm_instructions(name: &str, body: &str) {
         "mul.rn.f16x2",
         // Raw weights and scales in 16-byte chunks into the stage's slot by the producer
         // warpgroup, each thread's copies announced on the stage's `full` barrier once a
-        // wait proved them landed (PRODUCER_LAG = 2 newer groups in flight).
+        // wait proved them landed (the tile's `producer_lag` newer groups in flight: below).
         "cp.async.cg.shared.global",
-        "cp.async.wait_group 2",
         "mbarrier.arrive.release.cta.shared::cta.b64",
         // The producer gives its registers to the consumers.
         "setmaxnreg.dec.sync.aligned.u32 40",
@@ -228,6 +227,8 @@ fn gemm_instructions(name: &str, body: &str) {
     ] {
         assert!(body.contains(instruction), "{name} PTX lacks `{instruction}`");
     }
+    let lag = format!("cp.async.wait_group {};", kernel::sm90v2::producer_lag(rows));
+    assert!(body.contains(&lag), "{name} PTX lacks `{lag}`");
     let rs = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r")).count();
     assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of {name} takes A from registers");
     // No shared-memory staging of fp16 operands: the prologue did the activations, the

@@ -1,4 +1,4 @@
-//! A position in a ring of `N` shared-memory slots guarded by mbarriers.
+//! A position in a ring of shared-memory slots guarded by mbarriers.
 //!
 //! Each slot's barrier completes one phase per lap of the ring, and phases alternate
 //! parity; so a waiter needs the slot and the parity of the current lap. A consumer waits
@@ -6,21 +6,28 @@
 //! which a fresh barrier passes at once on the first lap (its "previous phase" counts as
 //! complete).
 
-/// The slot, and the parity of the ring's current lap.
+/// The slot, and the parity of the ring's current lap, in a ring of `slots` slots (a
+/// kernel's compile-time constant once inlined, so the wrap test compares with an
+/// immediate).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct RingPos<const N: u32> {
+pub(crate) struct RingPos {
     pub slot: u32,
     pub phase: u32,
+    slots: u32,
 }
 
-impl<const N: u32> RingPos<N> {
-    pub const START: Self = RingPos { slot: 0, phase: 0 };
+impl RingPos {
+    /// Slot 0 of the first lap of a ring of `slots` slots.
+    #[inline(always)]
+    pub const fn start(slots: u32) -> Self {
+        RingPos { slot: 0, phase: 0, slots }
+    }
 
     /// The next slot; the phase flips when the ring wraps.
     #[inline(always)]
     pub fn advance(&mut self) {
         self.slot += 1;
-        if self.slot == N {
+        if self.slot == self.slots {
             self.slot = 0;
             self.phase ^= 1;
         }

@@ -526,8 +526,8 @@ fn producer<V: Variant>(smem: Smem, p: &Problem, thread: u32) {
     // read one 128-byte row segment.
     let (chunk, first_row, row_step) =
         (thread % CHUNKS_PER_ROW, thread / CHUNKS_PER_ROW, PRODUCER_THREADS / CHUNKS_PER_ROW);
-    let mut issue = RingPos::<STAGES>::START;
-    let mut publish = RingPos::<STAGES>::START;
+    let mut issue = RingPos::start(STAGES);
+    let mut publish = RingPos::start(STAGES);
     let mut unpublished = 0;
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
@@ -562,7 +562,7 @@ fn producer<V: Variant>(smem: Smem, p: &Problem, thread: u32) {
 
 /// Hands the oldest stage whose copies have landed to the MMA warp.
 #[inline(always)]
-fn publish_stage<V: Variant>(smem: Smem, publish: &mut RingPos<STAGES>) {
+fn publish_stage<V: Variant>(smem: Smem, publish: &mut RingPos) {
     // cp.async wrote through the generic proxy; the tensor core reads through the async
     // proxy: fence in the writer, before the arrival that hands the stage over.
     if !V::DROP_PROXY_FENCE {
@@ -578,8 +578,8 @@ fn publish_stage<V: Variant>(smem: Smem, publish: &mut RingPos<STAGES>) {
 fn mma<V: Variant>(smem: Smem, p: &Problem, tmem: TmemAddr, lane: u32) {
     let idesc = if V::F16_KIND_IDESC_BITS { InstrDesc(IDESC.0 | 1 << 4) } else { IDESC };
     let issuer = lane == 0;
-    let mut stage = RingPos::<STAGES>::START;
-    let mut acc = RingPos::<ACCUMULATORS>::START;
+    let mut stage = RingPos::start(STAGES);
+    let mut acc = RingPos::start(ACCUMULATORS);
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
         // The epilogue must have drained this accumulator (first lap: passes at once).
@@ -636,7 +636,7 @@ fn epilogue(smem: Smem, p: &Problem, tmem: TmemAddr, warp: u32, lane: u32) {
     let quarter = warp % 4;
     let (m_count, n_count) = (p.args.m, p.args.n);
     let out = Epilogue::load(&p.args);
-    let mut acc = RingPos::<ACCUMULATORS>::START;
+    let mut acc = RingPos::start(ACCUMULATORS);
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
         smem.tmem_full(acc.slot).wait(acc.phase);

@@ -352,7 +352,7 @@ fn dequantizer<V: Variant>(smem: Smem, p: &Problem, row: u32) {
     for u in 0..RAW_AHEAD {
         issue(u);
     }
-    let mut ring = RingPos::<STAGES>::START;
+    let mut ring = RingPos::start(STAGES);
     let mut u = 0;
     while units(u).is_some() {
         issue(u + RAW_AHEAD);
@@ -423,7 +423,7 @@ const ACCUMULATORS: usize = (WGMMA_M * BLOCK_N / WARPGROUP) as usize;
 /// Warpgroups 1 and 2: wgmma over the fp16 ring, then the epilogue.
 #[inline(always)]
 fn consumer<V: Variant>(smem: Smem, p: &Problem, half: u32, thread: u32) {
-    let mut ring = RingPos::<STAGES>::START;
+    let mut ring = RingPos::start(STAGES);
     let mut local_tile = 0;
     while let Some(tile) = p.tile(local_tile) {
         let mut acc = [0.0f32; ACCUMULATORS];

@@ -58,11 +58,11 @@
 //! warpgroup's releases: 68.1 against 63.9 us on 128x7168x16384 on an H100, 223.2
 //! against 215.4 us on 2304x4608x7168 (docs/perf-notes.md, session 19).
 //!
-//! **Pipeline and barriers** (ring of `STAGES` slots: image, weights, scales):
+//! **Pipeline and barriers** (ring of [`ring_slots`] slots: image, weights, scales):
 //! - `full[s]` (129 arrivals: the producer thread 0's `arrive.expect_tx` of the image's
 //!   bytes, plus the bulk copy's `complete_tx`; and every producer thread's plain
 //!   arrival once `cp.async.wait_group` proved its weight copies into the slot landed,
-//!   [`PRODUCER_LAG`] stages after issuing them; one commit group per stage): slot s
+//!   [`producer_lag`] stages after issuing them; one commit group per stage): slot s
 //!   holds the stage. The image is written through the async proxy and wgmma reads it
 //!   through it: no proxy fence anywhere; the weights are written and read by plain
 //!   loads.
@@ -150,8 +150,8 @@
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
 //! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
-//! Measured on an H100: 65.8 / 25.6 / 21.6 / 214.5 us against v1's 276.0 / 124.6 / 42.3 /
-//! 601.7 on the four benchmark shapes (`host bench`, session 21; docs/perf-notes.md, with
+//! Measured on an H100: 63.1 / 25.7 / 21.9 / 212.8 us against v1's 277.1 / 124.8 / 42.8 /
+//! 604.3 on the four benchmark shapes (`host bench`, session 22; docs/perf-notes.md, with
 //! where the remaining time goes).
 
 use nvfp4::layout;
@@ -222,15 +222,33 @@ const STEPS: u32 = BLOCK_K / WGMMA_K;
 /// 69.3 -> 67.4 us; fetching 256 bytes was slower than 128 (49.8 and 68.6 us: what a split
 /// does not read is fetched too, 76 MB from DRAM instead of 68 at M = 1).
 const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
-/// Activation images in flight.
-pub const STAGES: u32 = 6;
+/// Ring slots of `rows`-row tiles: the stages (activation image, raw weights and scales)
+/// in flight. Eight on 128-row tiles, six on the others: wide tiles have no room for
+/// more (6 x 36.5 KiB), and decode tiles (two CTAs per SM) measured slower with 8 or 10
+/// (docs/perf-notes.md, session 22).
+pub const fn ring_slots(rows: u32) -> u32 {
+    if rows == Prefill::ROWS { 8 } else { 6 }
+}
 /// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
-/// copies landed, after issuing this many later stages: one commit group per stage.
-/// (Arriving through `cp.async.mbarrier.arrive.noinc`, which fires once the copies land,
-/// needs no wait, but compute-sanitizer's racecheck reported hazards on it, most likely
-/// for not following that asynchronous arrival; docs/perf-notes.md, session 11.)
-const PRODUCER_LAG: u32 = 2;
-const _: () = assert!(PRODUCER_LAG < STAGES, "the producer announces a stage before it needs that slot again");
+/// copies landed, after issuing this many later stages (one commit group per stage): the
+/// stages of copies it keeps in flight while it waits, less one. The wait blocks the
+/// thread, so this, not the ring, bounds how much DRAM latency the copies hide. On an
+/// H100 (docs/perf-notes.md, session 22), against a lag of 2 on 6 slots everywhere:
+/// 128-row tiles with 8 slots and a lag of 4 took 128x7168x16384 from 64.0-64.7 to
+/// 61.6-62.0 us and 128x7168x8192 from 40.7 to 38.5 (the short-K shapes within 0.3); 64-row
+/// tiles with a lag of 3 took 0.7-1.2 us off every long-K shape (64x7168x16384 51.3 to
+/// 50.5, 17x7168x16384 50.3 to 49.1) and left the short ones as they were; decode tiles
+/// lost 0.1-1.4 us with 3 or 4. (Arriving through `cp.async.mbarrier.arrive.noinc`, which
+/// fires once the copies land, needs no wait, but compute-sanitizer's racecheck reported
+/// hazards on it, most likely for not following that asynchronous arrival;
+/// docs/perf-notes.md, session 11.)
+pub const fn producer_lag(rows: u32) -> u32 {
+    match rows {
+        Prefill::ROWS => 4,
+        Medium::ROWS => 3,
+        _ => 2,
+    }
+}
 /// Consumer threads (warpgroups 0 and 1), then the producer warpgroup.
 const CONSUMER_THREADS: u32 = CONSUMERS * WARPGROUP;
 const PRODUCER_THREADS: u32 = WARPGROUP;
@@ -355,23 +373,23 @@ const _: () = assert!(IN_FLIGHT < STEPS, "a stage's slot is released within the 
 // Shared memory map (offsets from DYN_SMEM, 1024-byte aligned)
 // ---------------------------------------------------------------------------------------
 
-/// The ring: slot s is [activation image: `rows` x 128 B fp16, 128B-swizzled] at
-/// s x image bytes from offset 0, and [weights: `block_n` rows x 32 B e2m1][scales:
-/// `block_n` / 128 tiles x 512 B] at s x raw bytes after the STAGES images (the images
-/// stay 1024-aligned whatever the raw part's size); then the mbarriers: full[STAGES], then
-/// empty[STAGES].
+/// The ring of S = `ring_slots(rows)` slots: slot s is [activation image: `rows` x 128 B
+/// fp16, 128B-swizzled] at s x image bytes from offset 0, and [weights: `block_n` rows x
+/// 32 B e2m1][scales: `block_n` / 128 tiles x 512 B] at s x raw bytes after the S images
+/// (the images stay 1024-aligned whatever the raw part's size); then the mbarriers:
+/// full[S], then empty[S].
 const fn raw_offset(rows: u32) -> u32 {
-    STAGES * act_stage_bytes(rows)
+    ring_slots(rows) * act_stage_bytes(rows)
 }
 const fn full_offset(rows: u32) -> u32 {
-    raw_offset(rows) + STAGES * raw_stage_bytes(rows)
+    raw_offset(rows) + ring_slots(rows) * raw_stage_bytes(rows)
 }
 const fn empty_offset(rows: u32) -> u32 {
-    full_offset(rows) + STAGES * MBARRIER_BYTES
+    full_offset(rows) + ring_slots(rows) * MBARRIER_BYTES
 }
 /// Total dynamic shared memory of a CTA with `rows`-row tiles.
 pub const fn smem_bytes(rows: u32) -> u32 {
-    empty_offset(rows) + STAGES * MBARRIER_BYTES
+    empty_offset(rows) + ring_slots(rows) * MBARRIER_BYTES
 }
 /// The most any sm90v2 launch uses (wide tiles).
 pub const SMEM_BYTES: u32 = smem_bytes(Wide::ROWS);
@@ -388,6 +406,12 @@ const _: () = {
         assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
         assert!(rows.is_multiple_of(8) && rows <= 256, "a valid wgmma N");
+        // The consumers wait for stage s during stage s - 1 and release stage s - 1's
+        // slot (a pair's first) only during stage s; the producer announces s after
+        // refilling the slot of stage s + lag - slots, which must therefore be s - 2 or
+        // older, or neither side moves.
+        assert!(producer_lag(rows) + 2 <= ring_slots(rows), "the producer announces a stage the consumers can reach");
+        assert!(matches!(producer_lag(rows), 2..=4), "the lags `gemm` instantiates `producer` with");
         i += 1;
     }
 };
@@ -667,7 +691,7 @@ pub const fn rows_for(m: u32) -> u32 {
 
 /// CTAs per *split* tile along K (1: no tile is split) on a GPU with `sms` SMs (132 on an
 /// H100 SXM or H200, 114 on an H100 PCIe, 78 on an H20: [`GemmArgs::sms`]). The tiles run
-/// in waves of one CTA per SM with prefill and medium tiles (123 and 102 KiB of shared
+/// in waves of one CTA per SM with prefill and medium tiles (164 and 102 KiB of shared
 /// memory), two with decode tiles (66 KiB, 95 registers per thread, which only stream
 /// weights: twice the copies in flight took 1x7168x16384 from 67.1 to 53.4 us on an H100,
 /// docs/perf-notes.md). When the last wave
@@ -1112,7 +1136,7 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     // 1. One thread sets up the rings; the fence publishes the inits to the async proxy
     //    (the bulk copies' complete_tx), the CTA barrier to every thread.
     if tid == 0 {
-        for s in 0..STAGES {
+        for s in 0..ring_slots(R::ROWS) {
             smem.full(s).init(FULL_ARRIVALS);
             smem.empty(s).init(EMPTY_ARRIVALS);
         }
@@ -1126,7 +1150,12 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
     if warpgroup == CONSUMERS {
         warp::setmaxnreg_dec::<PRODUCER_REGS>();
-        producer(smem, &p, &unit, tid - CONSUMER_THREADS);
+        let ptid = tid - CONSUMER_THREADS;
+        match producer_lag(R::ROWS) {
+            2 => producer::<2>(smem, &p, &unit, ptid),
+            3 => producer::<3>(smem, &p, &unit, ptid),
+            _ => producer::<4>(smem, &p, &unit, ptid),
+        }
         return;
     }
     if R::ROWS == Decode::ROWS {
@@ -1162,15 +1191,17 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 /// The producer warpgroup (producer thread `ptid`): copies every stage of the unit into
 /// the ring, the weights and scales in 16-byte `cp.async`s (one commit group per stage),
 /// thread 0 also the image in one bulk copy, and announces each stage on its `full`
-/// barrier once `cp.async.wait_group` proved the thread's copies landed, `PRODUCER_LAG`
-/// stages after issuing them (or at the unit's end).
+/// barrier once `cp.async.wait_group` proved the thread's copies landed, `LAG` stages
+/// after issuing them (or at the unit's end). `LAG` is [`producer_lag`] of the tile
+/// (`wait_group` takes an immediate).
 #[inline(always)]
-fn producer(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
+fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let stages = end - begin;
+    let slots = ring_slots(p.rows);
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
     // while the prologue may still be running, the images once it has completed.
-    let prefill = STAGES.min(stages);
+    let prefill = slots.min(stages);
     for i in 0..prefill {
         copy_weights(smem, p, unit, begin + i, i, ptid);
         cp_async::commit_group();
@@ -1182,18 +1213,18 @@ fn producer(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
         }
     }
     // `announce`: the slot (and lap) of the next stage to announce, `announced` its
-    // index in the unit. All but the newest PRODUCER_LAG groups have landed.
-    let mut announce = RingPos::<STAGES>::START;
+    // index in the unit. All but the newest LAG groups have landed.
+    let mut announce = RingPos::start(slots);
     let mut announced = 0;
-    cp_async::wait_group::<PRODUCER_LAG>();
-    while announced + PRODUCER_LAG < prefill {
+    cp_async::wait_group::<LAG>();
+    while announced + LAG < prefill {
         smem.full(announce.slot).arrive();
         announce.advance();
         announced += 1;
     }
-    // Refill each slot once the consumers released it; after each refill, the stage
-    // PRODUCER_LAG groups older has landed.
-    let mut refill = RingPos::<STAGES>::START;
+    // Refill each slot once the consumers released it; after each refill, the stage LAG
+    // groups older has landed.
+    let mut refill = RingPos::start(slots);
     for i in prefill..stages {
         smem.empty(refill.slot).wait(refill.phase);
         copy_weights(smem, p, unit, begin + i, refill.slot, ptid);
@@ -1202,12 +1233,12 @@ fn producer(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
             issue_stage(smem, p, unit, begin + i, refill.slot);
         }
         refill.advance();
-        cp_async::wait_group::<PRODUCER_LAG>();
+        cp_async::wait_group::<LAG>();
         smem.full(announce.slot).arrive();
         announce.advance();
         announced += 1;
     }
-    // The last PRODUCER_LAG stages.
+    // The last LAG stages.
     cp_async::wait_group::<0>();
     while announced < stages {
         smem.full(announce.slot).arrive();
@@ -1320,7 +1351,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
     // The stage's slot and lap, and its raw words and fp16x2 scales.
-    let mut ring = RingPos::<STAGES>::START;
+    let mut ring = RingPos::start(ring_slots(R::ROWS));
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::ROWS);
     let mut raw = own.read(smem, ring.slot, t);
