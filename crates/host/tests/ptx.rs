@@ -171,6 +171,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
             assert!(body.contains(&wgmma), "{name} lacks `{wgmma}`");
         }
         assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
+        // (Each entry's wgmma N is its tile height.)
         gemm_instructions(name, n, body);
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are

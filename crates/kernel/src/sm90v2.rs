@@ -119,7 +119,9 @@
 //! bytes per MMA (L2 had the headroom: 47 % busy). On an H100, interleaved with the
 //! 256-row build: 128x4096x7168 24.6 against 28.9 us, 128x7168x2048 20.2 against 22.8
 //! (then on 64-row tiles), 128x7168x4096 26.1 against 29.4, 128x7168x16384 64.2 against
-//! 62.8 (docs/perf-notes.md, session 21). They also convert each weight half as often as
+//! 62.8 (docs/perf-notes.md, session 21); with the deeper producer lag of session 22 (see
+//! [`producer_lag`]) they win on long K too (128x7168x16384 61.9-62.2 against 63.4-63.6
+//! for 256 weight rows with the same lag). They also convert each weight half as often as
 //! 64-row tiles of the same decomposition, so M = 65..128 always runs on them.
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
@@ -239,9 +241,9 @@ pub const fn ring_slots(rows: u32) -> u32 {
 /// tiles with a lag of 3 took 0.7-1.2 us off every long-K shape (64x7168x16384 51.3 to
 /// 50.5, 17x7168x16384 50.3 to 49.1) and left the short ones as they were; decode tiles
 /// lost 0.1-1.4 us with 3 or 4. (Arriving through `cp.async.mbarrier.arrive.noinc`, which
-/// fires once the copies land, needs no wait, but compute-sanitizer's racecheck reported
-/// hazards on it, most likely for not following that asynchronous arrival;
-/// docs/perf-notes.md, session 11.)
+/// fires once the copies land, needs no wait at all; it measured no faster than these lags,
+/// and compute-sanitizer's racecheck reported hazards on it, docs/perf-notes.md, sessions
+/// 11 and 22.)
 pub const fn producer_lag(rows: u32) -> u32 {
     match rows {
         Prefill::ROWS => 4,
