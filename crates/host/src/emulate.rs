@@ -34,10 +34,21 @@ pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun
     run_steps(problem, sms, &steps)
 }
 
-/// Workspace every emulated launch gets: the most any kernel asks for the shape on `sms`
-/// SMs.
+/// [`run`] of `sm90v2` on its tile kind of key `tile` (`kernel::sm90v2::TILES`) rather than
+/// the one the call would pick: each kind under emulation whatever shapes pick it.
+pub fn run_sm90v2_tile(problem: &Problem, tile: u32) -> Result<EmulatedRun> {
+    let (s, sms) = (problem.shape, Kernel::Sm90v2.emulated_sms());
+    let plan = kernel::sm90v2::Plan::on(tile, s.m, s.n, s.k, s.l, sms);
+    let steps: Vec<(Launch, Body)> = Kernel::sm90v2_steps(&plan).iter().map(|s| (s.launch, s.body)).collect();
+    run_steps(problem, sms, &steps)
+}
+
+/// Workspace every emulated launch gets: the most any kernel, or any of sm90v2's tile
+/// kinds, asks for the shape on `sms` SMs.
 fn workspace_bytes(problem: &Problem, sms: u32) -> u64 {
-    Kernel::ALL.iter().map(|k| k.workspace_bytes(problem.shape, sms)).max().unwrap_or(0)
+    let s = problem.shape;
+    let tiles = kernel::sm90v2::TILES.map(|t| kernel::sm90v2::Plan::on(t, s.m, s.n, s.k, s.l, sms).workspace_bytes());
+    Kernel::ALL.iter().map(|k| k.workspace_bytes(s, sms)).chain(tiles).max().unwrap_or(0)
 }
 
 /// Runs any kernel body (for instance a deliberately broken variant in a test) with the

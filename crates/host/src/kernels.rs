@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M <= 128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -233,29 +233,7 @@ impl Kernel {
     /// workspace and, when it splits K, followed by the sum of the partials.
     pub fn steps(self, shape: Shape, sms: u32) -> Vec<Step> {
         match self {
-            Kernel::Sm90v2 => {
-                use kernel::sm90v2;
-                // The tile height picks the entry points (decode, medium, prefill, wide).
-                let plan = sm90v2::Plan::new(shape.m, shape.n, shape.k, shape.l, sms);
-                let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) = (plan.entries(), plan.bodies());
-                let main = Step { entry: gemm, launch: plan.launch(), body: gemm_body, programmatic: false };
-                // The GEMM prefetches weights while the prologue finishes; the reduce is
-                // scheduled as the GEMM grid completes (it does not signal earlier). Each
-                // waits (griddepcontrol) before reading the previous launch's output.
-                let mut steps = vec![
-                    Step { entry: prepare, launch: plan.prepare_launch(), body: prepare_body, programmatic: false },
-                    Step { programmatic: true, ..main },
-                ];
-                if plan.splits() > 1 {
-                    steps.push(Step {
-                        entry: reduce,
-                        launch: plan.reduce_launch(),
-                        body: reduce_body,
-                        programmatic: true,
-                    });
-                }
-                steps
-            }
+            Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(shape.m, shape.n, shape.k, shape.l, sms)),
             _ => vec![Step {
                 entry: self.ptx().1,
                 launch: self.launch(shape, sms),
@@ -265,17 +243,45 @@ impl Kernel {
         }
     }
 
+    /// The launches of one sm90v2 call on `plan` (its tile kind picks the entry points:
+    /// decode, narrow, medium, prefill, wide). [`Kernel::steps`] takes the plan
+    /// [`kernel::sm90v2::Plan::new`] picks; tests use it to run a given tile kind.
+    pub fn sm90v2_steps(plan: &kernel::sm90v2::Plan) -> Vec<Step> {
+        let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) = (plan.entries(), plan.bodies());
+        let main = Step { entry: gemm, launch: plan.launch(), body: gemm_body, programmatic: false };
+        // The GEMM prefetches weights while the prologue finishes; the reduce is
+        // scheduled as the GEMM grid completes (it does not signal earlier). Each
+        // waits (griddepcontrol) before reading the previous launch's output.
+        let mut steps = vec![
+            Step { entry: prepare, launch: plan.prepare_launch(), body: prepare_body, programmatic: false },
+            Step { programmatic: true, ..main },
+        ];
+        if plan.splits() > 1 {
+            steps.push(Step { entry: reduce, launch: plan.reduce_launch(), body: reduce_body, programmatic: true });
+        }
+        steps
+    }
+
     /// Every launch any call may make on `sms` SMs (each entry point at least once, with
     /// its largest shared memory): what loading the kernel prepares. A step may be skipped
-    /// for some shapes, and sm90v2 has an entry point per tile height: one shape per
-    /// height, each with a long K (so it splits K), has them all.
+    /// for some shapes, and sm90v2 has an entry point per tile kind: one shape per kind,
+    /// each with a single tile (so it splits K), has them all.
     pub fn every_step(self, sms: u32) -> Vec<Step> {
-        // M of decode, medium, prefill and wide tiles (M alone picks the height).
-        let heights =
-            [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M];
-        heights
+        use kernel::sm90v2::{MEDIUM_MAX_M, NARROW_MAX_STAGES, PREFILL_MAX_M};
+        // (M, K stages) of decode, narrow, medium, prefill and wide tiles: M picks the
+        // height, and at M = 17..128 the stages per CTA pick narrow tiles or not (a single
+        // tile splits K at most 8 ways).
+        let (short, long) = (8, 8 * (NARROW_MAX_STAGES + 1));
+        let kinds = [
+            (1, short),
+            (MEDIUM_MAX_M, short),
+            (MEDIUM_MAX_M, long),
+            (PREFILL_MAX_M, long),
+            (2 * PREFILL_MAX_M, short),
+        ];
+        kinds
             .into_iter()
-            .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .map(|(m, stages)| Shape::new(m, 1, stages * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
             .flat_map(|shape| self.steps(shape, sms))
             .collect()
     }

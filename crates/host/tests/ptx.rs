@@ -39,11 +39,14 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2",
             "nvfp4_gemm_sm90v2_decode",
             "nvfp4_gemm_sm90v2_medium",
+            "nvfp4_gemm_sm90v2_narrow",
             "nvfp4_gemm_sm90v2_wide",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
             "nvfp4_sm90v2_medium_prepare",
             "nvfp4_sm90v2_medium_reduce",
+            "nvfp4_sm90v2_narrow_prepare",
+            "nvfp4_sm90v2_narrow_reduce",
             "nvfp4_sm90v2_prepare",
             "nvfp4_sm90v2_reduce",
             "nvfp4_sm90v2_wide_prepare",
@@ -157,12 +160,16 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    for (name, n) in [
-        ("nvfp4_gemm_sm90v2", 128),
-        ("nvfp4_gemm_sm90v2_medium", 64),
-        ("nvfp4_gemm_sm90v2_decode", 16),
+    use kernel::sm90v2::{Decode, Medium, Narrow, Prefill, Rows, Wide};
+    // (entry, wgmma N, tile key)
+    for (name, n, tile) in [
+        ("nvfp4_gemm_sm90v2", 128, Prefill::TILE),
+        ("nvfp4_gemm_sm90v2_medium", 64, Medium::TILE),
+        // Narrow tiles: one m64n64 wgmma for both 32-row halves of the image.
+        ("nvfp4_gemm_sm90v2_narrow", 64, Narrow::TILE),
+        ("nvfp4_gemm_sm90v2_decode", 16, Decode::TILE),
         // Wide tiles: one m64n256 wgmma for both 128-row halves of the image.
-        ("nvfp4_gemm_sm90v2_wide", 256),
+        ("nvfp4_gemm_sm90v2_wide", 256, Wide::TILE),
     ] {
         let body = entry(name);
         // fp16 operands, and bf16 for bf16 activations (W4A16).
@@ -171,8 +178,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
             assert!(body.contains(&wgmma), "{name} lacks `{wgmma}`");
         }
         assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
-        // (Each entry's wgmma N is its tile height.)
-        gemm_instructions(name, n, body);
+        gemm_instructions(name, tile, body);
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are
     // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits at a
@@ -180,6 +186,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     for (prepare, reduce, loads) in [
         ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", 4),
         ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", 4),
+        ("nvfp4_sm90v2_narrow_prepare", "nvfp4_sm90v2_narrow_reduce", 4),
         ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", 4),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", 16),
     ] {
@@ -200,8 +207,8 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     }
 }
 
-/// What every sm90v2 GEMM entry (one per tile height, `rows`) is written with.
-fn gemm_instructions(name: &str, rows: u32, body: &str) {
+/// What every sm90v2 GEMM entry (one per tile kind, of key `tile`) is written with.
+fn gemm_instructions(name: &str, tile: u32, body: &str) {
     for instruction in [
         "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned",
@@ -228,7 +235,7 @@ fn gemm_instructions(name: &str, rows: u32, body: &str) {
     ] {
         assert!(body.contains(instruction), "{name} PTX lacks `{instruction}`");
     }
-    let lag = format!("cp.async.wait_group {};", kernel::sm90v2::producer_lag(rows));
+    let lag = format!("cp.async.wait_group {};", kernel::sm90v2::producer_lag(tile));
     assert!(body.contains(&lag), "{name} PTX lacks `{lag}`");
     let rs = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r")).count();
     assert_eq!(rs, body.matches("wgmma.mma_async").count(), "every wgmma of {name} takes A from registers");

@@ -8,7 +8,7 @@ use host::generate::{Distribution, generate};
 use host::reference::reference;
 use host::verify::{compare, unwritten};
 use host::{Kernel, Problem};
-use kernel::sm90v2;
+use kernel::sm90v2::{self, Rows};
 
 fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
     generate(shape.parse().unwrap(), dist, seed)
@@ -25,6 +25,25 @@ fn check(shape: &str, dist: Distribution) {
     if dist == Distribution::GpuMode {
         assert!(c.bit_exact, "sm90v2 {shape} {dist}: not bit-exact: {c}");
     }
+}
+
+/// [`check`] on the tile kind of key `tile` rather than the one the call picks.
+fn check_tile(tile: u32, shape: &str, dist: Distribution) {
+    let p = problem(shape, dist, 17);
+    let run =
+        emulate::run_sm90v2_tile(&p, tile).unwrap_or_else(|e| panic!("sm90v2 tile {tile:#x} on {shape} {dist}: {e}"));
+    let c = compare(p.shape, &run.c, &reference(&p));
+    assert_eq!(unwritten(&run.c), 0, "sm90v2 tile {tile:#x} {shape} {dist}: elements left unwritten");
+    assert!(c.passed(), "sm90v2 tile {tile:#x} {shape} {dist}: {c}");
+    if dist == Distribution::GpuMode {
+        assert!(c.bit_exact, "sm90v2 tile {tile:#x} {shape} {dist}: not bit-exact: {c}");
+    }
+}
+
+/// CTAs per split tile of `shape` on the tile kind of key `tile` (an H100 SXM).
+fn splits_on(tile: u32, shape: &str) -> u32 {
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    sm90v2::Plan::on(tile, s.m, s.n, s.k, s.l, SMS).splits()
 }
 
 /// What emulation assumes: an H100 SXM's SMs.
@@ -45,12 +64,17 @@ fn gemm_entry(shape: &str) -> &'static str {
 fn sm90v2_matches_the_reference_under_emulation() {
     // One stage (K = 64) with M and N tails and N odd (2-byte stores); tails in M and N
     // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split,
-    // on 128-row tiles (M = 128: one; M = 300: three, with tails in M and N and L = 2).
+    // on 128-row tiles (M = 300: three, with tails in M and N and L = 2; at M = 65 and 128
+    // these short calls pick narrow tiles, so they also run on 128-row ones).
     for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448", "300x300x448x2"] {
         assert_eq!(splits(shape), 1, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
         }
+    }
+    for shape in ["65x77x64", "128x256x448"] {
+        assert_eq!(splits_on(sm90v2::Prefill::TILE, shape), 1, "{shape}");
+        check_tile(sm90v2::Prefill::TILE, shape, Distribution::GpuMode);
     }
 }
 
@@ -64,6 +88,10 @@ fn split_k_tiles_match_the_reference_under_emulation() {
             check(shape, dist);
         }
     }
+    // 100x260x4096 picks narrow tiles (6 x 8 splits of 8 stages): on 128-row ones too.
+    assert_eq!(gemm_entry("100x260x4096"), "nvfp4_gemm_sm90v2_narrow");
+    assert_eq!(splits_on(sm90v2::Prefill::TILE, "100x260x4096"), 8);
+    check_tile(sm90v2::Prefill::TILE, "100x260x4096", Distribution::GpuMode);
 }
 
 /// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points): one
@@ -83,22 +111,23 @@ fn decode_tiles_match_the_reference_under_emulation() {
     }
 }
 
-/// 17 <= M <= 64 runs on 64-row tiles (`wgmma m64n64`, three entry points of their own):
-/// M and N tails with L = 2, a full 64, split K over 8 (rings that wrap inside a split),
+/// 17 <= M <= 64 runs on 64-row tiles (`wgmma m64n64`, three entry points of their own)
+/// where K is long (shapes too large to emulate in CI pick them; here they are forced): M
+/// and N tails with L = 2, a full 64, split K over 8 (rings that wrap inside a split),
 /// W4A16 in fp16 and bf16 and an epilogue variant.
 #[test]
 fn medium_tiles_match_the_reference_under_emulation() {
+    let medium = sm90v2::Medium::TILE;
     for (shape, want_splits) in [("17x77x64", 1), ("64x300x256x2", 1), ("40x260x4096", 8)] {
-        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_medium", "{shape}");
-        assert_eq!(splits(shape), want_splits, "{shape}");
+        assert_eq!(splits_on(medium, shape), want_splits, "{shape}");
         for dist in Distribution::ALL {
-            check(shape, dist);
+            check_tile(medium, shape, dist);
         }
     }
-    check_w4a16("33x260x2048", false, 3);
-    check_w4a16_in("64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
-    // The tile height switches exactly at 16 / 17, 64 / 65 and 128 / 129 (M alone picks
-    // it; any N and K, here those of the benchmark's largest shape).
+    check_w4a16_on(Some(medium), "33x260x2048", false, 3, nvfp4::operand::AFormat::F16);
+    check_w4a16_on(Some(medium), "64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
+    // With K long enough for no narrow tiles, the tile height switches exactly at 16 / 17,
+    // 64 / 65 and 128 / 129 (here the N and K of the benchmark's largest shape).
     let long = |m: u32| sm90v2::entries(m, 7168, 16384, 1, SMS)[1];
     assert_eq!(long(16), "nvfp4_gemm_sm90v2_decode");
     assert_eq!(long(64), "nvfp4_gemm_sm90v2_medium");
@@ -142,11 +171,20 @@ fn check_w4a16(shape: &str, variant: bool, seed: u64) {
 
 /// [`check_w4a16`] with activations in `format` (fp16 or bf16).
 fn check_w4a16_in(shape: &str, variant: bool, seed: u64, format: nvfp4::operand::AFormat) {
+    check_w4a16_on(None, shape, variant, seed, format);
+}
+
+/// [`check_w4a16_in`] on the tile kind of key `tile` (`None`: the one the call picks).
+fn check_w4a16_on(tile: Option<u32>, shape: &str, variant: bool, seed: u64, format: nvfp4::operand::AFormat) {
     let mut p = host::generate::generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, seed, format);
     if variant {
         p.epilogue = host::cli::epilogue_variants(p.shape.n, 4).remove(0);
     }
-    let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{shape}: {e}"));
+    let run = match tile {
+        Some(tile) => emulate::run_sm90v2_tile(&p, tile),
+        None => emulate::run(&p, Kernel::Sm90v2),
+    }
+    .unwrap_or_else(|e| panic!("{shape}: {e}"));
     let c = compare(p.shape, &run.c, &reference(&p));
     assert_eq!(unwritten(&run.c), 0, "{shape}");
     assert!(c.bit_exact, "{shape}: {c}");
@@ -218,7 +256,7 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
     let cases = [
         ("128x7168x16384", 2, 56, 112), // 56 tiles of 128 weight rows: one wave, all split
         ("128x4096x7168", 4, 32, 128),
-        ("128x7168x2048", 2, 56, 112),
+        ("128x7168x2048", 1, 0, 112),   // 112 narrow tiles: one wave, none split
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
@@ -229,20 +267,25 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
     check_decomposition(SMS, &cases);
 }
 
-/// The tile height follows M alone (`sm90v2::rows_for`): 16 rows up to M = 16, 64 up to
-/// 64, 128 up to 128 (whatever N and K: a 128x128 tile splits K as a 256x64 one does and
-/// converts each weight half as often), and above, 256 unless that pads M more than 128
-/// would.
+/// The tile height follows M (`sm90v2::rows_for`): 16 rows up to M = 16, 64 up to 64, 128
+/// up to 128 (a 128x128 tile splits K as a 256x64 one does and converts each weight half
+/// as often), and above, 256 unless that pads M more than 128 would; except that at M =
+/// 17..128 narrow 64-row tiles (128 weight rows) run every call in which no SM would walk
+/// more than `NARROW_MAX_STAGES` stages of them.
 #[test]
 fn tile_heights_follow_m() {
     for (shape, want) in [
         ("1x7168x16384", "nvfp4_gemm_sm90v2_decode"),
         ("16x4096x7168", "nvfp4_gemm_sm90v2_decode"),
-        ("17x4096x7168", "nvfp4_gemm_sm90v2_medium"),
-        ("64x7168x2048", "nvfp4_gemm_sm90v2_medium"),
-        ("65x7168x2048", "nvfp4_gemm_sm90v2"),
-        ("128x7168x2048", "nvfp4_gemm_sm90v2"),
-        ("128x14336x2048", "nvfp4_gemm_sm90v2"),
+        ("17x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28 stages
+        ("64x7168x16384", "nvfp4_gemm_sm90v2_medium"),
+        ("64x7168x2048", "nvfp4_gemm_sm90v2_narrow"), // 16 stages per CTA
+        ("64x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28
+        ("65x7168x2048", "nvfp4_gemm_sm90v2_narrow"), // 32: the most narrow tiles take
+        ("128x7168x2048", "nvfp4_gemm_sm90v2_narrow"),
+        ("128x7168x4096", "nvfp4_gemm_sm90v2"),  // narrow: 64
+        ("128x4096x7168", "nvfp4_gemm_sm90v2"),  // narrow: 56
+        ("128x14336x2048", "nvfp4_gemm_sm90v2"), // narrow: 224 tiles, two waves of 32 stages
         ("128x7168x16384", "nvfp4_gemm_sm90v2"),
         ("300x7168x2048", "nvfp4_gemm_sm90v2"), // 300 = 256 + 44: a second wide tile would be 17 % full
         ("384x7168x2048", "nvfp4_gemm_sm90v2"),
@@ -309,9 +352,9 @@ fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    // 7 stages: too few to split, on 64-row tiles and 128-row tiles.
+    // 7 stages: too few to split, on narrow 64-row tiles and 128-row tiles.
     for (shape, want) in [
-        ("64x256x448", ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium"]),
+        ("64x256x448", ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow"]),
         ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
     ] {
         let entries: Vec<&str> = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS).iter().map(|s| s.entry).collect();

@@ -109,7 +109,9 @@
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
 //! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
-//! same; every launch has an entry point per tile height ([`entries`]).
+//! same; every launch has an entry point per tile kind ([`entries`]), each kind named by its
+//! key ([`Rows::TILE`]: the row count, with a flag for the narrow tiles below), which every
+//! size function of this file takes.
 //!
 //! **Why 128 weight rows on 128-row tiles.** Until session 21 these tiles had 256 weight
 //! rows, like the medium ones: at M = 128 the few tiles then split K 4-8 ways, and the
@@ -122,7 +124,19 @@
 //! 62.8 (docs/perf-notes.md, session 21); with the deeper producer lag of session 22 (see
 //! [`producer_lag`]) they win on long K too (128x7168x16384 61.9-62.2 against 63.4-63.6
 //! for 256 weight rows with the same lag). They also convert each weight half as often as
-//! 64-row tiles of the same decomposition, so M = 65..128 always runs on them.
+//! 64-row tiles of the same decomposition, so M = 65..128 runs on them unless narrow tiles
+//! (below) remove split K.
+//!
+//! **Narrow tiles** ([`Narrow`], M = 17..128 and short K). 64 activation rows against 128
+//! weight rows: each warpgroup's 64 converted weight rows multiplied by both 32-row halves
+//! of the image with one `wgmma m64n64k16`. Twice as many tiles as 128-row (or 256x64
+//! medium) tiles, so they split K half as many ways, or not at all: 128x7168x2048 makes 112
+//! of them, one wave without partials or a reduce launch. The price is twice the conversion
+//! per weight at M > 64 (two row blocks convert the same weights) and twice the image bytes
+//! per MMA at M <= 64, which wins only while each SM walks few stages: [`Plan::new`] takes
+//! them when no SM walks more than [`NARROW_MAX_STAGES`] (32; two waves of 32 count 64). On an H100, against the
+//! tiles M picks: 128x7168x2048 19.0-19.3 against 20.4-20.5 us, 128x7168x1024 13.9-14.2
+//! against 17.4-17.5, 64x7168x2048 16.9 against 18.2-18.5 (docs/perf-notes.md, session 23).
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
@@ -152,8 +166,8 @@
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
 //! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
-//! Measured on an H100: 63.1 / 25.7 / 21.9 / 212.8 us against v1's 277.1 / 124.8 / 42.8 /
-//! 604.3 on the four benchmark shapes (`host bench`, session 22; docs/perf-notes.md, with
+//! Measured on an H100: 62.6 / 25.5 / 18.9 / 211.1 us against v1's 274.4 / 124.8 / 42.5 /
+//! 602.1 on the four benchmark shapes (`host bench`, session 23; docs/perf-notes.md, with
 //! where the remaining time goes).
 
 use nvfp4::layout;
@@ -183,31 +197,47 @@ const WARPGROUP: u32 = 128;
 /// Consumer warpgroups, and accumulator blocks (m64 x the wgmma N) each one holds.
 const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
-/// The m64 weight blocks a warpgroup multiplies on `rows`-row tiles: one per accumulator
-/// block on medium and decode tiles, or on prefill and wide tiles one for both (see
+/// The flag that tells the narrow 64-row tiles' key ([`Rows::TILE`]) from the medium ones'.
+pub const NARROW: u32 = 1 << 16;
+/// The activation rows of tile key `tile`.
+const fn rows_of(tile: u32) -> u32 {
+    tile & (NARROW - 1)
+}
+/// The m64 weight blocks a warpgroup multiplies on tiles of key `tile`: one per accumulator
+/// block on medium and decode tiles, or on prefill, wide and narrow tiles one for both (see
 /// [`Rows`]: the two blocks are the two halves of the activations against the same
 /// converted weights).
-const fn weight_blocks(rows: u32) -> u32 {
-    if rows == Wide::ROWS || rows == Prefill::ROWS { 1 } else { BLOCKS as u32 }
+const fn weight_blocks(tile: u32) -> u32 {
+    if tile == Wide::TILE || tile == Prefill::TILE || tile == Narrow::TILE { 1 } else { BLOCKS as u32 }
 }
 /// Activation rows of one accumulator block (the wgmma N).
-const fn block_rows(rows: u32) -> u32 {
-    rows * weight_blocks(rows) / BLOCKS as u32
+const fn block_rows(tile: u32) -> u32 {
+    rows_of(tile) * weight_blocks(tile) / BLOCKS as u32
 }
 /// How far accumulator block 1's rows of C lie from block 0's: a weight block further in n,
-/// or on prefill and wide tiles (both blocks on the same weights) an activation half
+/// or on prefill, wide and narrow tiles (both blocks on the same weights) an activation half
 /// further in m.
-const fn block_n_step(rows: u32) -> u32 {
-    if weight_blocks(rows) == 1 { 0 } else { WGMMA_M }
+const fn block_n_step(tile: u32) -> u32 {
+    if weight_blocks(tile) == 1 { 0 } else { WGMMA_M }
 }
-const fn block_m_step(rows: u32) -> u32 {
-    if weight_blocks(rows) == 1 { block_rows(rows) } else { 0 }
+const fn block_m_step(tile: u32) -> u32 {
+    if weight_blocks(tile) == 1 { block_rows(tile) } else { 0 }
 }
-/// Weight rows (columns of C) per CTA tile with `rows`-row tiles: 128 on prefill and wide
-/// tiles, 256 on medium and decode tiles.
-pub const fn block_n(rows: u32) -> u32 {
-    CONSUMERS * weight_blocks(rows) * WGMMA_M
+/// Weight rows (columns of C) per CTA tile with tiles of key `tile`: 128 on prefill, wide
+/// and narrow tiles, 256 on medium and decode tiles.
+pub const fn block_n(tile: u32) -> u32 {
+    CONSUMERS * weight_blocks(tile) * WGMMA_M
 }
+/// Narrow 64-row tiles ([`Narrow`]) run a call at M = 17..128 when no SM walks more than
+/// this many stages of them (its waves of CTAs times a CTA's stages). Against 128-row tiles (M = 65..128) they convert every weight
+/// twice, against medium tiles (M <= 64) they read twice the image bytes per MMA; in return
+/// twice the tiles need half the splits, or none. On an H100 (docs/perf-notes.md, sessions
+/// 22-23), narrow against the other tiles: 128x7168x2048 (32 stages, no split) 18.8 against
+/// 20.5 us, 128x7168x1024 14.2 against 17.5, 128x4096x2048 16.4 against 17.2, 64x7168x2048
+/// 16.8 against 18.6, 64x4096x7168 (28 stages) 21.6 against 22.6; and where the CTAs walk
+/// longer, 128x4096x7168 (56) 30.2 against 24.6, 128x7168x4096 (64) 29.9 against 26.3,
+/// 64x7168x16384 (128) 58.2 against 51.3.
+pub const NARROW_MAX_STAGES: u32 = 32;
 /// M up to this runs on decode tiles (see [`Rows`]).
 pub const DECODE_MAX_M: u32 = 16;
 /// M up to this (and above [`DECODE_MAX_M`]) runs on medium tiles (see [`Rows`]).
@@ -224,12 +254,12 @@ const STEPS: u32 = BLOCK_K / WGMMA_K;
 /// 69.3 -> 67.4 us; fetching 256 bytes was slower than 128 (49.8 and 68.6 us: what a split
 /// does not read is fetched too, 76 MB from DRAM instead of 68 at M = 1).
 const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
-/// Ring slots of `rows`-row tiles: the stages (activation image, raw weights and scales)
+/// Ring slots of tiles of key `tile`: the stages (activation image, raw weights and scales)
 /// in flight. Eight on 128-row tiles, six on the others: wide tiles have no room for
 /// more (6 x 36.5 KiB), and decode tiles (two CTAs per SM) measured slower with 8 or 10
 /// (docs/perf-notes.md, session 22).
-pub const fn ring_slots(rows: u32) -> u32 {
-    if rows == Prefill::ROWS { 8 } else { 6 }
+pub const fn ring_slots(tile: u32) -> u32 {
+    if tile == Prefill::TILE { 8 } else { 6 }
 }
 /// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
 /// copies landed, after issuing this many later stages (one commit group per stage): the
@@ -244,10 +274,10 @@ pub const fn ring_slots(rows: u32) -> u32 {
 /// fires once the copies land, needs no wait at all; it measured no faster than these lags,
 /// and compute-sanitizer's racecheck reported hazards on it, docs/perf-notes.md, sessions
 /// 11 and 22.)
-pub const fn producer_lag(rows: u32) -> u32 {
-    match rows {
-        Prefill::ROWS => 4,
-        Medium::ROWS => 3,
+pub const fn producer_lag(tile: u32) -> u32 {
+    match tile {
+        Prefill::TILE => 4,
+        Medium::TILE => 3,
         _ => 2,
     }
 }
@@ -258,17 +288,17 @@ pub const THREADS: u32 = CONSUMER_THREADS + PRODUCER_THREADS;
 /// Registers per thread at launch (`.maxnreg`, with `.maxntid THREADS`: the host's
 /// build script writes both into the PTX, see [`LAUNCH_BOUNDS`]): one CTA per SM, two
 /// with decode tiles.
-pub const fn launch_regs(rows: u32) -> u32 {
-    REGISTERS_PER_SM / (ctas_per_sm(rows) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
+pub const fn launch_regs(tile: u32) -> u32 {
+    REGISTERS_PER_SM / (ctas_per_sm(tile) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
-/// The four tile heights (see [`Rows`]): prefill, wide, medium, decode.
-const TILE_HEIGHTS: [u32; 4] = [Prefill::ROWS, Wide::ROWS, Medium::ROWS, Decode::ROWS];
+/// The five tile kinds' keys (see [`Rows`]): prefill, wide, medium, narrow, decode.
+pub const TILES: [u32; 5] = [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Decode::TILE];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
 pub const PRODUCER_REGS: u32 = 40;
 /// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
 /// leaves once the producer has given its share back.
-pub const fn consumer_regs(rows: u32) -> u32 {
-    let left = launch_regs(rows) * THREADS - PRODUCER_REGS * PRODUCER_THREADS;
+pub const fn consumer_regs(tile: u32) -> u32 {
+    let left = launch_regs(tile) * THREADS - PRODUCER_REGS * PRODUCER_THREADS;
     left / CONSUMER_THREADS / REGISTER_GRANULE * REGISTER_GRANULE
 }
 /// The register file of an SM, the allocation granule per thread, and the most a thread
@@ -276,30 +306,30 @@ pub const fn consumer_regs(rows: u32) -> u32 {
 const REGISTERS_PER_SM: u32 = 65536;
 const REGISTER_GRANULE: u32 = 8;
 const MAX_REGS: u32 = 248;
-/// CTAs of `rows`-row tiles an SM holds at once.
-const fn ctas_per_sm(rows: u32) -> u32 {
-    if rows == Decode::ROWS { DECODE_CTAS_PER_SM } else { 1 }
+/// CTAs of tiles of key `tile` an SM holds at once.
+const fn ctas_per_sm(tile: u32) -> u32 {
+    if tile == Decode::TILE { DECODE_CTAS_PER_SM } else { 1 }
 }
 /// The launch bounds the host's build script writes into the PTX of each GEMM entry
 /// point: (entry, `.maxntid`, `.minnctapersm`, `.maxnreg`).
-pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); TILE_HEIGHTS.len()] = {
-    let mut bounds = [("", 0, 0, 0); TILE_HEIGHTS.len()];
+pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); TILES.len()] = {
+    let mut bounds = [("", 0, 0, 0); TILES.len()];
     let mut i = 0;
-    while i < TILE_HEIGHTS.len() {
-        let rows = TILE_HEIGHTS[i];
-        bounds[i] = (entries_of(rows)[1], THREADS, ctas_per_sm(rows), launch_regs(rows));
+    while i < TILES.len() {
+        let tile = TILES[i];
+        bounds[i] = (entries_of(tile)[1], THREADS, ctas_per_sm(tile), launch_regs(tile));
         i += 1;
     }
     bounds
 };
 const _: () = {
     let mut i = 0;
-    while i < TILE_HEIGHTS.len() {
-        let rows = TILE_HEIGHTS[i];
-        let (launch, consumer) = (launch_regs(rows), consumer_regs(rows));
+    while i < TILES.len() {
+        let tile = TILES[i];
+        let (launch, consumer) = (launch_regs(tile), consumer_regs(tile));
         assert!(PRODUCER_REGS >= 24 && PRODUCER_REGS.is_multiple_of(REGISTER_GRANULE) && PRODUCER_REGS <= launch);
         assert!(consumer >= launch && consumer <= MAX_REGS && consumer.is_multiple_of(REGISTER_GRANULE));
-        assert!(rows == Decode::ROWS || consumer == consumer_regs(Prefill::ROWS), "one budget for 1-CTA tiles");
+        assert!(tile == Decode::TILE || consumer == consumer_regs(Prefill::TILE), "one budget for 1-CTA tiles");
         assert!(
             consumer * CONSUMER_THREADS + PRODUCER_REGS * PRODUCER_THREADS <= launch * THREADS,
             "setmaxnreg moves registers within the CTA's launch allocation: an .inc past it never returns"
@@ -318,31 +348,31 @@ const ROW_RAW_BYTES: u32 = BLOCK_K / 2;
 const LANES_PER_ROW: u32 = 4;
 const THREAD_RAW_BYTES: u32 = ROW_RAW_BYTES / LANES_PER_ROW;
 /// One activation image: `rows` x 128 bytes.
-pub const fn act_stage_bytes(rows: u32) -> u32 {
-    rows * ROW_F16_BYTES
+pub const fn act_stage_bytes(tile: u32) -> u32 {
+    rows_of(tile) * ROW_F16_BYTES
 }
 /// The stage's raw weights as they lie in B: `block_n` rows x 32 bytes, row-major.
-const fn weight_stage_bytes(rows: u32) -> u32 {
-    block_n(rows) * ROW_RAW_BYTES
+const fn weight_stage_bytes(tile: u32) -> u32 {
+    block_n(tile) * ROW_RAW_BYTES
 }
 /// The stage's weight scales: one blocked-layout tile (128 rows x 4 scales, 512 bytes) per
 /// 128 weight rows, copied as they lie in SFB.
-const fn scale_stage_bytes(rows: u32) -> u32 {
-    block_n(rows) / layout::TILE_ROWS * layout::TILE_BYTES
+const fn scale_stage_bytes(tile: u32) -> u32 {
+    block_n(tile) / layout::TILE_ROWS * layout::TILE_BYTES
 }
 /// A ring slot's raw part: the stage's weights, then their scales.
-const fn raw_stage_bytes(rows: u32) -> u32 {
-    weight_stage_bytes(rows) + scale_stage_bytes(rows)
+const fn raw_stage_bytes(tile: u32) -> u32 {
+    weight_stage_bytes(tile) + scale_stage_bytes(tile)
 }
 /// 16-byte chunks of a stage's weights and scales, and of one weight row; every producer
 /// thread copies `weight_chunks / PRODUCER_THREADS` weight chunks, the first
 /// `scale_chunks` one scale chunk each.
-const fn weight_chunks(rows: u32) -> u32 {
-    weight_stage_bytes(rows) / CHUNK
+const fn weight_chunks(tile: u32) -> u32 {
+    weight_stage_bytes(tile) / CHUNK
 }
 const ROW_CHUNKS: u32 = ROW_RAW_BYTES / CHUNK;
-const fn scale_chunks(rows: u32) -> u32 {
-    scale_stage_bytes(rows) / CHUNK
+const fn scale_chunks(tile: u32) -> u32 {
+    scale_stage_bytes(tile) / CHUNK
 }
 /// The swizzle atom (8 rows x 128 B): the descriptors' SBO.
 const SWIZZLE_ATOM_BYTES: u32 = 8 * ROW_F16_BYTES;
@@ -380,40 +410,40 @@ const _: () = assert!(IN_FLIGHT < STEPS, "a stage's slot is released within the 
 /// 32 B e2m1][scales: `block_n` / 128 tiles x 512 B] at s x raw bytes after the S images
 /// (the images stay 1024-aligned whatever the raw part's size); then the mbarriers:
 /// full[S], then empty[S].
-const fn raw_offset(rows: u32) -> u32 {
-    ring_slots(rows) * act_stage_bytes(rows)
+const fn raw_offset(tile: u32) -> u32 {
+    ring_slots(tile) * act_stage_bytes(tile)
 }
-const fn full_offset(rows: u32) -> u32 {
-    raw_offset(rows) + ring_slots(rows) * raw_stage_bytes(rows)
+const fn full_offset(tile: u32) -> u32 {
+    raw_offset(tile) + ring_slots(tile) * raw_stage_bytes(tile)
 }
-const fn empty_offset(rows: u32) -> u32 {
-    full_offset(rows) + ring_slots(rows) * MBARRIER_BYTES
+const fn empty_offset(tile: u32) -> u32 {
+    full_offset(tile) + ring_slots(tile) * MBARRIER_BYTES
 }
-/// Total dynamic shared memory of a CTA with `rows`-row tiles.
-pub const fn smem_bytes(rows: u32) -> u32 {
-    empty_offset(rows) + ring_slots(rows) * MBARRIER_BYTES
+/// Total dynamic shared memory of a CTA with tiles of key `tile`.
+pub const fn smem_bytes(tile: u32) -> u32 {
+    empty_offset(tile) + ring_slots(tile) * MBARRIER_BYTES
 }
 /// The most any sm90v2 launch uses (wide tiles).
-pub const SMEM_BYTES: u32 = smem_bytes(Wide::ROWS);
+pub const SMEM_BYTES: u32 = smem_bytes(Wide::TILE);
 
 const _: () = {
     let mut i = 0;
-    while i < TILE_HEIGHTS.len() {
-        let rows = TILE_HEIGHTS[i];
-        assert!(smem_bytes(rows) <= SMEM_BYTES, "wide tiles use the most");
-        assert!(act_stage_bytes(rows).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
-        assert!(raw_stage_bytes(rows).is_multiple_of(CHUNK), "16-byte copies into the raw part");
-        assert!(weight_chunks(rows).is_multiple_of(PRODUCER_THREADS) && scale_chunks(rows) <= PRODUCER_THREADS);
-        assert!(block_n(rows).is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
-        assert!(full_offset(rows).is_multiple_of(8), "mbarriers are 8-byte aligned");
-        assert!(smem_bytes(rows) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
-        assert!(rows.is_multiple_of(8) && rows <= 256, "a valid wgmma N");
+    while i < TILES.len() {
+        let tile = TILES[i];
+        assert!(smem_bytes(tile) <= SMEM_BYTES, "wide tiles use the most");
+        assert!(act_stage_bytes(tile).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
+        assert!(raw_stage_bytes(tile).is_multiple_of(CHUNK), "16-byte copies into the raw part");
+        assert!(weight_chunks(tile).is_multiple_of(PRODUCER_THREADS) && scale_chunks(tile) <= PRODUCER_THREADS);
+        assert!(block_n(tile).is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
+        assert!(full_offset(tile).is_multiple_of(8), "mbarriers are 8-byte aligned");
+        assert!(smem_bytes(tile) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
+        assert!(rows_of(tile).is_multiple_of(8) && rows_of(tile) <= 256, "a valid wgmma N");
         // The consumers wait for stage s during stage s - 1 and release stage s - 1's
         // slot (a pair's first) only during stage s; the producer announces s after
         // refilling the slot of stage s + lag - slots, which must therefore be s - 2 or
         // older, or neither side moves.
-        assert!(producer_lag(rows) + 2 <= ring_slots(rows), "the producer announces a stage the consumers can reach");
-        assert!(matches!(producer_lag(rows), 2..=4), "the lags `gemm` instantiates `producer` with");
+        assert!(producer_lag(tile) + 2 <= ring_slots(tile), "the producer announces a stage the consumers can reach");
+        assert!(matches!(producer_lag(tile), 2..=4), "the lags `gemm` instantiates `producer` with");
         i += 1;
     }
 };
@@ -424,48 +454,52 @@ const FULL_ARRIVALS: u32 = 1 + PRODUCER_THREADS;
 /// Arrivals that empty it: every consumer thread.
 const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
 
-/// The dynamic shared memory of a CTA with `rows`-row tiles.
+/// The dynamic shared memory of a CTA with tiles of key `tile`.
 #[derive(Clone, Copy)]
 struct Smem {
     base: SmemAddr,
-    rows: u32,
+    tile: u32,
 }
 
 impl Smem {
     fn act(self, slot: u32) -> SmemAddr {
-        self.base.offset(slot * act_stage_bytes(self.rows))
+        self.base.offset(slot * act_stage_bytes(self.tile))
     }
     /// The raw weights of slot `slot`: row r of the tile at 32·r.
     fn weights(self, slot: u32) -> SmemAddr {
-        self.base.offset(raw_offset(self.rows) + slot * raw_stage_bytes(self.rows))
+        self.base.offset(raw_offset(self.tile) + slot * raw_stage_bytes(self.tile))
     }
     /// The weight scales of slot `slot`: scale t of tile row r at `layout::offset(r, t, 4)`.
     fn scales(self, slot: u32) -> SmemAddr {
-        self.weights(slot).offset(weight_stage_bytes(self.rows))
+        self.weights(slot).offset(weight_stage_bytes(self.tile))
     }
     /// Guards "slot holds this stage's activations, weights and scales".
     fn full(self, slot: u32) -> Mbarrier {
-        Mbarrier(self.base.offset(full_offset(self.rows) + slot * MBARRIER_BYTES))
+        Mbarrier(self.base.offset(full_offset(self.tile) + slot * MBARRIER_BYTES))
     }
     /// Guards "no wgmma reads the slot any more; the producer may refill it".
     fn empty(self, slot: u32) -> Mbarrier {
-        Mbarrier(self.base.offset(empty_offset(self.rows) + slot * MBARRIER_BYTES))
+        Mbarrier(self.base.offset(empty_offset(self.tile) + slot * MBARRIER_BYTES))
     }
 }
 
 // ---------------------------------------------------------------------------------------
-// Four tile heights: wide (256 activation rows), prefill (128), medium (64), decode (16)
+// Five tile kinds: wide (256 activation rows), prefill (128), medium and narrow (64), decode (16)
 // ---------------------------------------------------------------------------------------
 
-/// The activation rows of a tile ([`rows_for`] picks one per call): 256, 128, 64 or 16.
-/// The wgmma N is 128 on wide and prefill tiles, else the tile's rows. At decode sizes
+/// The activation rows of a tile ([`Plan::new`] picks one kind per call): 256, 128, 64 or
+/// 16. The wgmma N is 128 on wide and prefill tiles, 32 on narrow ones, else the tile's
+/// rows. At decode sizes
 /// (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile keeps the
 /// same weight stream and conversion and does 1/8 of the MMA work, on 1/8 of the
 /// activation bytes and accumulators; the 64-row tile does half. The wide tile halves the
 /// weight rows instead and multiplies each warpgroup's converted fragments twice.
 pub trait Rows: Copy {
-    /// Activation rows per tile (the wgmma N).
+    /// Activation rows per tile.
     const ROWS: u32;
+    /// The tile's key, which every size function of this file takes: its activation rows,
+    /// plus [`NARROW`] for the narrow 64-row tiles (128 weight rows instead of 256).
+    const TILE: u32 = Self::ROWS;
     /// One m64 block's fp32 accumulators per thread: 64 x ROWS / 128.
     type Acc: Copy;
     const ZERO: Self::Acc;
@@ -549,16 +583,19 @@ impl Element for Bf16 {
 /// with `both blocks:`, the fp16 and bf16 wgmmas of twice that N that [`Rows::mma_blocks`]
 /// issues once for both blocks, which then share their fragments).
 macro_rules! tile_rows {
-    ($(#[$doc:meta])* $name:ident, $rows:literal, $acc:literal, $quads:literal, $f16:ident, $bf16:ident
+    ($(#[$doc:meta])* $name:ident, $rows:literal $(| $flag:ident)?, $acc:literal, $quads:literal, $f16:ident, $bf16:ident
         $(, both blocks: $f16_2:ident, $bf16_2:ident)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
         pub struct $name;
 
-        const _: () = assert!(WGMMA_M * block_rows($rows) / WARPGROUP == $acc && quads($rows) == $quads);
+        const _: () = assert!(
+            WGMMA_M * block_rows(<$name as Rows>::TILE) / WARPGROUP == $acc && quads(<$name as Rows>::TILE) == $quads
+        );
 
         impl Rows for $name {
             const ROWS: u32 = $rows;
+            $(const TILE: u32 = $rows | $flag;)?
             type Acc = [f32; $acc];
             const ZERO: [f32; $acc] = [0.0; $acc];
             #[inline(always)]
@@ -609,8 +646,8 @@ macro_rules! tile_rows {
             #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
             fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &[f32; $acc]) {
                 seq_macro::seq!(Q in 0..$quads {
-                    let bq = b * quads(Self::ROWS) + Q;
-                    if quad_m(Self::ROWS, bq, ctid) < live_rows {
+                    let bq = b * quads(Self::TILE) + Q;
+                    if quad_m(Self::TILE, bq, ctid) < live_rows {
                         memory::st_global_v4_b32(
                             partial + partial_offset(bq, ctid),
                             [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
@@ -638,8 +675,15 @@ tile_rows!(
     both blocks: mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
 tile_rows!(
-    /// 64-row tiles, for M from 17 to 64.
+    /// 64-row tiles, for M from 17 to 64 where K is long (see [`Plan::new`]).
     Medium, 64, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
+);
+tile_rows!(
+    /// Narrow 64-row tiles, for M from 17 to 128 where K is short (see [`Plan::new`]): 128
+    /// weight rows, each warpgroup's 64 multiplied by both 32-row halves of the activations
+    /// at once (one `wgmma m64n64k16` per k16 step, see [`Rows::mma_blocks`]).
+    Narrow, 64 | NARROW, 16, 4, mma_async_rs_m64n32, mma_async_rs_bf16_m64n32,
+    both blocks: mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
 );
 tile_rows!(
     /// 16-row tiles, for M up to 16.
@@ -647,8 +691,8 @@ tile_rows!(
 );
 
 /// Register quads (4 accumulators, one 16-byte partial store) per accumulator block.
-const fn quads(rows: u32) -> u32 {
-    WGMMA_M * block_rows(rows) / WARPGROUP / 4
+const fn quads(tile: u32) -> u32 {
+    WGMMA_M * block_rows(tile) / WARPGROUP / 4
 }
 
 // ---------------------------------------------------------------------------------------
@@ -662,32 +706,32 @@ const MAX_DECODE_SPLITS: u32 = 16;
 /// Decode CTAs an SM holds at once (see [`splits`]).
 const DECODE_CTAS_PER_SM: u32 = 2;
 const _: () = assert!(
-    DECODE_CTAS_PER_SM * smem_bytes(Decode::ROWS) <= 228 * 1024 && DECODE_CTAS_PER_SM * THREADS <= 2048,
+    DECODE_CTAS_PER_SM * smem_bytes(Decode::TILE) <= 228 * 1024 && DECODE_CTAS_PER_SM * THREADS <= 2048,
     "two decode CTAs fit an SM's shared memory and threads"
 );
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// Bytes of one split's f32 partial tile.
-const fn partial_bytes(rows: u32) -> u32 {
-    block_n(rows) * rows * F32_BYTES
+const fn partial_bytes(tile: u32) -> u32 {
+    block_n(tile) * rows_of(tile) * F32_BYTES
 }
 /// Alignment of the workspace regions.
 const REGION_ALIGN: u64 = 256;
 
-/// The tile height for M: decode tiles up to [`DECODE_MAX_M`], medium tiles up to
-/// [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide tiles unless they
-/// would pad M to more rows than prefill tiles do (M mod 256 in 1..=128: one wide tile
-/// would be at most half full).
+/// The tile for M alone (its key, [`Rows::TILE`]): decode tiles up to [`DECODE_MAX_M`],
+/// medium tiles up to [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide
+/// tiles unless they would pad M to more rows than prefill tiles do (M mod 256 in 1..=128:
+/// one wide tile would be at most half full). [`Plan::new`] may take narrow tiles instead.
 pub const fn rows_for(m: u32) -> u32 {
     let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
-        Decode::ROWS
+        Decode::TILE
     } else if m <= MEDIUM_MAX_M {
-        Medium::ROWS
+        Medium::TILE
     } else if m <= PREFILL_MAX_M || (wide_tail > 0 && wide_tail <= PREFILL_MAX_M) {
-        Prefill::ROWS
+        Prefill::TILE
     } else {
-        Wide::ROWS
+        Wide::TILE
     }
 }
 
@@ -738,7 +782,7 @@ pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str;
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     /// The tile height ([`Rows::ROWS`]).
-    pub rows: u32,
+    pub tile: u32,
     m: u32,
     n: u32,
     k: u32,
@@ -747,25 +791,40 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The call's plan on the tile height [`rows_for`] picks.
+    /// The call's plan: on the tile height [`rows_for`] picks, or for M from 17 to 128 on
+    /// narrow 64-row tiles ([`Narrow`]) where no SM walks more than [`NARROW_MAX_STAGES`]
+    /// stages of them.
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
-        Plan::on(rows_for(m), m, n, k, l, sms)
+        let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
+        if m <= DECODE_MAX_M || m > PREFILL_MAX_M {
+            return by_m;
+        }
+        let narrow = Plan::on(Narrow::TILE, m, n, k, l, sms);
+        if narrow.busiest_sm_stages() <= NARROW_MAX_STAGES { narrow } else { by_m }
     }
 
-    /// The call's plan on `rows`-row tiles.
-    pub const fn on(rows: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
-        Plan { rows, m, n, k, l, sms }
+    /// Stages the busiest SM walks: its waves of CTAs times a CTA's stages (a whole
+    /// tile's, or where every tile is split, a split's).
+    const fn busiest_sm_stages(&self) -> u32 {
+        let stages = k_stages(self.k);
+        let per_cta = if self.split_tiles() < self.tiles() { stages } else { stages.div_ceil(self.splits()) };
+        self.ctas().div_ceil(self.wave()) * per_cta
+    }
+
+    /// The call's plan on tiles of key `tile` ([`Rows::TILE`]).
+    pub const fn on(tile: u32, m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
+        Plan { tile, m, n, k, l, sms }
     }
 
     /// Tiles of the call.
     const fn tiles(&self) -> u32 {
-        self.n.div_ceil(block_n(self.rows)) * self.m.div_ceil(self.rows) * self.l
+        self.n.div_ceil(block_n(self.tile)) * self.m.div_ceil(rows_of(self.tile)) * self.l
     }
 
     /// CTAs of one wave (see [`splits`]; no SMs count as one).
     const fn wave(&self) -> u32 {
         let sms = if self.sms == 0 { 1 } else { self.sms };
-        if self.rows == Decode::ROWS { DECODE_CTAS_PER_SM * sms } else { sms }
+        if self.tile == Decode::TILE { DECODE_CTAS_PER_SM * sms } else { sms }
     }
 
     /// [`splits`].
@@ -773,7 +832,7 @@ impl Plan {
         let wave = self.wave();
         let tail = self.tiles() % wave;
         let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
-        let cap = if self.rows == Decode::ROWS { MAX_DECODE_SPLITS } else { MAX_SPLITS };
+        let cap = if self.tile == Decode::TILE { MAX_DECODE_SPLITS } else { MAX_SPLITS };
         if tail == 0 || 2 * tail > wave || by_stages < 2 {
             return 1;
         }
@@ -795,35 +854,35 @@ impl Plan {
 
     /// Bytes of the prepared activations: one image per (batch, M block, K stage).
     const fn act_bytes(&self) -> u64 {
-        let images = self.l as u64 * self.m.div_ceil(self.rows) as u64 * k_stages(self.k) as u64;
-        images * act_stage_bytes(self.rows) as u64
+        let images = self.l as u64 * self.m.div_ceil(rows_of(self.tile)) as u64 * k_stages(self.k) as u64;
+        images * act_stage_bytes(self.tile) as u64
     }
 
     /// [`workspace_bytes`].
     pub const fn workspace_bytes(&self) -> u64 {
-        let partials = self.split_tiles() as u64 * self.splits() as u64 * partial_bytes(self.rows) as u64;
+        let partials = self.split_tiles() as u64 * self.splits() as u64 * partial_bytes(self.tile) as u64;
         align(self.act_bytes()) + partials
     }
 
     /// [`launch`].
     pub const fn launch(&self) -> Launch {
-        Launch { grid: [self.ctas(), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem_bytes(self.rows) }
+        Launch { grid: [self.ctas(), 1, 1], block: [THREADS, 1, 1], dynamic_smem: smem_bytes(self.tile) }
     }
 
     /// The prologue's launch: one CTA per activation image, four threads per image row
     /// (and on wide tiles the image's shared-memory copy).
     pub const fn prepare_launch(&self) -> Launch {
-        let rows = self.rows;
+        let (tile, rows) = (self.tile, rows_of(self.tile));
         Launch {
             grid: [self.m.div_ceil(rows) * k_stages(self.k) * self.l, 1, 1],
             block: [rows * LANES_PER_ROW, 1, 1],
-            dynamic_smem: if staged_prologue(rows) { act_stage_bytes(rows) } else { 0 },
+            dynamic_smem: if staged_prologue(tile) { act_stage_bytes(tile) } else { 0 },
         }
     }
 
     /// The reduce launch: one thread per partial quad of every split tile.
     pub const fn reduce_launch(&self) -> Launch {
-        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.rows) * CONSUMER_THREADS;
+        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.tile) * CONSUMER_THREADS;
         Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
     }
 
@@ -831,17 +890,18 @@ impl Plan {
     /// the PTX it would be a function no kernel calls.)
     #[cfg(not(target_arch = "nvptx64"))]
     pub const fn entries(&self) -> [&'static str; 3] {
-        entries_of(self.rows)
+        entries_of(self.tile)
     }
 
     /// The bodies of [`Plan::entries`], as the emulator runs them. (Host code: in the PTX
     /// it would keep a copy of every kernel body as a function no kernel calls.)
     #[cfg(not(target_arch = "nvptx64"))]
     pub fn bodies(&self) -> [fn(&GemmArgs); 3] {
-        match self.rows {
-            Decode::ROWS => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
-            Medium::ROWS => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
-            Wide::ROWS => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
+        match self.tile {
+            Decode::TILE => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
+            Medium::TILE => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
+            Narrow::TILE => [prepare::<Narrow>, gemm::<Narrow>, reduce::<Narrow>],
+            Wide::TILE => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
             _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
         }
     }
@@ -862,7 +922,7 @@ pub const fn k_stages(k: u32) -> u32 {
 struct Problem {
     args: GemmArgs,
     /// Activation rows per tile ([`Rows::ROWS`]).
-    rows: u32,
+    tile: u32,
     n_tiles: u32,
     m_tiles: u32,
     /// Tiles before the first split tile (unit order), and CTAs per split tile.
@@ -891,12 +951,12 @@ struct Unit {
 
 impl Problem {
     fn new<R: Rows>(args: &GemmArgs) -> Problem {
-        let n_tiles = args.n.div_ceil(block_n(R::ROWS));
+        let n_tiles = args.n.div_ceil(block_n(R::TILE));
         let m_tiles = args.m.div_ceil(R::ROWS);
-        let plan = Plan::on(R::ROWS, args.m, args.n, args.k, args.l, args.sms);
+        let plan = Plan::on(R::TILE, args.m, args.n, args.k, args.l, args.sms);
         Problem {
             args: *args,
-            rows: R::ROWS,
+            tile: R::TILE,
             n_tiles,
             m_tiles,
             whole_tiles: plan.tiles() - plan.split_tiles(),
@@ -923,7 +983,7 @@ impl Problem {
         Unit {
             l,
             m_tile,
-            n0: n_tile * block_n(self.rows),
+            n0: n_tile * block_n(self.tile),
             index,
             split,
             splits,
@@ -935,15 +995,15 @@ impl Problem {
     /// Global address of the prepared image of (batch, M block, K stage).
     fn image(&self, l: u32, m_tile: u32, kb: u32) -> u64 {
         let index = (l * self.m_tiles + m_tile) as u64 * self.k_stages as u64 + kb as u64;
-        self.args.workspace + index * act_stage_bytes(self.rows) as u64
+        self.args.workspace + index * act_stage_bytes(self.tile) as u64
     }
 
     /// Split `split`'s f32 partial of split tile `index`.
     fn partial(&self, index: u32, split: u32) -> u64 {
         let (m, n, k, l, sms) = (self.args.m, self.args.n, self.args.k, self.args.l, self.args.sms);
-        let partials = self.args.workspace + align(Plan::on(self.rows, m, n, k, l, sms).act_bytes());
+        let partials = self.args.workspace + align(Plan::on(self.tile, m, n, k, l, sms).act_bytes());
         let slot = (index - self.whole_tiles) * self.splits + split;
-        partials + slot as u64 * partial_bytes(self.rows) as u64
+        partials + slot as u64 * partial_bytes(self.tile) as u64
     }
 }
 
@@ -1008,7 +1068,7 @@ pub fn prepare<R: Rows>(args: &GemmArgs) {
     let tid = special::tid_x();
     let (r, t) = (tid / LANES_PER_ROW, tid % LANES_PER_ROW);
     let (m, dst) = (m_tile * R::ROWS + r, p.image(l, m_tile, kb));
-    if !staged_prologue(R::ROWS) {
+    if !staged_prologue(R::TILE) {
         prepare_row(args, &p, dst, m, kb, l, r, t);
         return;
     }
@@ -1022,15 +1082,15 @@ pub fn prepare<R: Rows>(args: &GemmArgs) {
     }
 }
 
-/// Whether the prologue on `rows`-row tiles stages each image in shared memory and writes
+/// Whether the prologue on tiles of key `tile` stages each image in shared memory and writes
 /// it out in whole chunks: on wide tiles, whose ~1000 image CTAs (2304x4608x7168) are
 /// bound by L2 write throughput, which 4-byte stores into 16-byte chunks of eight rows
 /// per warp used up (26.5 us against 16.4 staged on an H100; docs/perf-notes.md, session
 /// 16). Elsewhere a wave or two of CTAs, hidden behind the GEMM's weight prefetch, are
 /// bound by their latency, to which the staging adds a barrier (0.2-0.3 us slower on the
 /// M = 128 shapes).
-pub const fn staged_prologue(rows: u32) -> bool {
-    rows == Wide::ROWS
+pub const fn staged_prologue(tile: u32) -> bool {
+    tile == Wide::TILE
 }
 
 /// Where the prologue's threads put their converted pairs: straight into the image in
@@ -1130,7 +1190,7 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
 /// The kernel body, run by all 384 threads of every CTA.
 #[inline(always)]
 pub fn gemm<R: Rows>(args: &GemmArgs) {
-    let smem = Smem { base: special::dynamic_smem(), rows: R::ROWS };
+    let smem = Smem { base: special::dynamic_smem(), tile: R::TILE };
     let p = Problem::new::<R>(args);
     let unit = p.unit();
     let tid = special::tid_x();
@@ -1138,7 +1198,7 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     // 1. One thread sets up the rings; the fence publishes the inits to the async proxy
     //    (the bulk copies' complete_tx), the CTA barrier to every thread.
     if tid == 0 {
-        for s in 0..ring_slots(R::ROWS) {
+        for s in 0..ring_slots(R::TILE) {
             smem.full(s).init(FULL_ARRIVALS);
             smem.empty(s).init(EMPTY_ARRIVALS);
         }
@@ -1153,17 +1213,17 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     if warpgroup == CONSUMERS {
         warp::setmaxnreg_dec::<PRODUCER_REGS>();
         let ptid = tid - CONSUMER_THREADS;
-        match producer_lag(R::ROWS) {
+        match producer_lag(R::TILE) {
             2 => producer::<2>(smem, &p, &unit, ptid),
             3 => producer::<3>(smem, &p, &unit, ptid),
             _ => producer::<4>(smem, &p, &unit, ptid),
         }
         return;
     }
-    if R::ROWS == Decode::ROWS {
-        warp::setmaxnreg_inc::<{ consumer_regs(Decode::ROWS) }>();
+    if R::TILE == Decode::TILE {
+        warp::setmaxnreg_inc::<{ consumer_regs(Decode::TILE) }>();
     } else {
-        warp::setmaxnreg_inc::<{ consumer_regs(Prefill::ROWS) }>();
+        warp::setmaxnreg_inc::<{ consumer_regs(Prefill::TILE) }>();
     }
     // No `griddepcontrol.launch_dependents` here: the reduce launch (split K) is scheduled
     // when this grid completes. Signalled early, its CTAs sat on the SMs beside the GEMM's
@@ -1185,7 +1245,7 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
 #[inline(always)]
 fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
     let full = smem.full(slot);
-    let bytes = act_stage_bytes(p.rows);
+    let bytes = act_stage_bytes(p.tile);
     full.arrive_expect_tx(bytes);
     bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), bytes, full);
 }
@@ -1200,7 +1260,7 @@ fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
 fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let stages = end - begin;
-    let slots = ring_slots(p.rows);
+    let slots = ring_slots(p.tile);
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
     // while the prologue may still be running, the images once it has completed.
     let prefill = slots.min(stages);
@@ -1264,7 +1324,7 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
 fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u32) {
     let args = &p.args;
     let weights = args.b + unit.l as u64 * args.n as u64 * p.row_bytes;
-    for i in 0..weight_chunks(p.rows) / PRODUCER_THREADS {
+    for i in 0..weight_chunks(p.tile) / PRODUCER_THREADS {
         let chunk = tid + i * PRODUCER_THREADS;
         let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
         let n = (unit.n0 + row).min(args.n - 1);
@@ -1272,7 +1332,7 @@ fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u
         let row = weights + n as u64 * p.row_bytes;
         rows::copy_chunk(dst, row, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32, WEIGHT_L2_PREFETCH);
     }
-    if tid < scale_chunks(p.rows) {
+    if tid < scale_chunks(p.tile) {
         let chunks_per_tile = layout::TILE_BYTES / CHUNK;
         let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
         let row_block = unit.n0 / layout::TILE_ROWS + tile;
@@ -1349,13 +1409,13 @@ impl OwnRows {
 fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
-    let own = OwnRows::new(c, w, g, t, weight_blocks(R::ROWS));
+    let own = OwnRows::new(c, w, g, t, weight_blocks(R::TILE));
     let (begin, end) = (unit.kb_begin, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
     // The stage's slot and lap, and its raw words and fp16x2 scales.
-    let mut ring = RingPos::start(ring_slots(R::ROWS));
+    let mut ring = RingPos::start(ring_slots(R::TILE));
     smem.full(ring.slot).wait(ring.phase);
-    let weight_blocks = weight_blocks(R::ROWS);
+    let weight_blocks = weight_blocks(R::TILE);
     let mut raw = own.read(smem, ring.slot, t);
     let mut acc = [R::ZERO; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
@@ -1380,7 +1440,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
             // image's second half (its rows 64..128 or 128..256, whole swizzle atoms
             // further).
             let act_1 = SmemDesc::new(
-                smem.act(ring.slot).0 + block_m_step(R::ROWS) * ROW_F16_BYTES,
+                smem.act(ring.slot).0 + block_m_step(R::TILE) * ROW_F16_BYTES,
                 LBO_UNUSED,
                 SWIZZLE_ATOM_BYTES,
                 Swizzle::B128,
@@ -1473,7 +1533,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
         R::stage(&place, staged, 0, &acc[0]);
         R::stage(&place, staged, 1, &acc[1]);
         barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
-        place.write_staged(staged, R::ROWS, ctid);
+        place.write_staged(staged, R::TILE, ctid);
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
         let partial = p.partial(unit.index, unit.split);
@@ -1488,10 +1548,10 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
 /// m and m + 1 of the accumulator (see [`Place`]). At M = 1 only the quads with m = 0
 /// (1 in 8 on decode tiles) hold anything of C, and only they are stored and summed.
 #[inline(always)]
-const fn quad_m(rows: u32, bq: u32, ctid: u32) -> u32 {
-    let (b, q) = (bq / quads(rows), bq % quads(rows));
+const fn quad_m(tile: u32, bq: u32, ctid: u32) -> u32 {
+    let (b, q) = (bq / quads(tile), bq % quads(tile));
     let t = ctid % LANES_PER_ROW;
-    b * block_m_step(rows) + 8 * q + 2 * t
+    b * block_m_step(tile) + 8 * q + 2 * t
 }
 
 /// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
@@ -1534,20 +1594,23 @@ const CHUNK_VALUES: u32 = CHUNK / OUT_BYTES;
 /// each of 4 rows two apart) fall in 16 different banks, two to a word: no conflict.
 const STAGED_PAD: u32 = CHUNK_VALUES;
 /// Bytes of a staged C row of a `rows`-row tile.
-const fn staged_row_bytes(rows: u32) -> u32 {
-    (block_n(rows) + STAGED_PAD) * OUT_BYTES
+const fn staged_row_bytes(tile: u32) -> u32 {
+    (block_n(tile) + STAGED_PAD) * OUT_BYTES
 }
 /// Bytes of a staged C tile; it reuses the ring's slots, below its barriers.
-const fn staged_bytes(rows: u32) -> u32 {
-    rows * staged_row_bytes(rows)
+const fn staged_bytes(tile: u32) -> u32 {
+    rows_of(tile) * staged_row_bytes(tile)
 }
 const _: () = assert!(CHUNK_VALUES == 8, "`write_staged`'s `seq!`");
 const _: () = {
     let mut i = 0;
-    while i < TILE_HEIGHTS.len() {
-        let rows = TILE_HEIGHTS[i];
-        assert!(staged_bytes(rows) <= full_offset(rows), "the staged tile leaves the barriers alone");
-        assert!((rows * block_n(rows) / CHUNK_VALUES).is_multiple_of(CONSUMER_THREADS), "whole chunks per thread");
+    while i < TILES.len() {
+        let tile = TILES[i];
+        assert!(staged_bytes(tile) <= full_offset(tile), "the staged tile leaves the barriers alone");
+        assert!(
+            (rows_of(tile) * block_n(tile) / CHUNK_VALUES).is_multiple_of(CONSUMER_THREADS),
+            "whole chunks per thread"
+        );
         i += 1;
     }
 };
@@ -1564,13 +1627,13 @@ impl Place {
             epilogue: Epilogue::load(args),
             m_count: args.m,
             n_count: args.n,
-            n_base: n0 + c * weight_blocks(p.rows) * WGMMA_M + 16 * w + g,
-            m_base: m_tile * p.rows + 2 * t,
-            block_n_step: block_n_step(p.rows),
-            block_m_step: block_m_step(p.rows),
+            n_base: n0 + c * weight_blocks(p.tile) * WGMMA_M + 16 * w + g,
+            m_base: m_tile * rows_of(p.tile) + 2 * t,
+            block_n_step: block_n_step(p.tile),
+            block_m_step: block_m_step(p.tile),
             n0,
-            m0: m_tile * p.rows,
-            staged_row: staged_row_bytes(p.rows),
+            m0: m_tile * rows_of(p.tile),
+            staged_row: staged_row_bytes(p.tile),
         }
     }
 
@@ -1599,10 +1662,10 @@ impl Place {
     /// 8, C aligned), else the values inside N one by one.
     #[inline(always)]
     #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op)] // `seq!` literals
-    fn write_staged(&self, staged: SmemAddr, rows: u32, ctid: u32) {
-        let row_chunks = block_n(rows) / CHUNK_VALUES;
+    fn write_staged(&self, staged: SmemAddr, tile: u32, ctid: u32) {
+        let row_chunks = block_n(tile) / CHUNK_VALUES;
         let whole_chunks = self.n_count.is_multiple_of(CHUNK_VALUES) && self.c.is_multiple_of(CHUNK as u64);
-        for i in 0..rows * row_chunks / CONSUMER_THREADS {
+        for i in 0..rows_of(tile) * row_chunks / CONSUMER_THREADS {
             let chunk = ctid + i * CONSUMER_THREADS;
             let (r, j) = (chunk / row_chunks, chunk % row_chunks);
             let (m, n) = (self.m0 + r, self.n0 + j * CHUNK_VALUES);
@@ -1644,7 +1707,7 @@ const _: () = assert!(SPLITS_IN_FLIGHT == 4, "the `seq!` loops of `reduce`");
 /// Threads of a [`reduce`] CTA.
 const REDUCE_THREADS: u32 = 256;
 const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16 splits");
-const _: () = assert!((BLOCKS as u32 * quads(Decode::ROWS) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
+const _: () = assert!((BLOCKS as u32 * quads(Decode::TILE) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
 /// Sums one quad of a tile's partials in split order (so the result does not depend on
 /// which CTA finished first) and writes its 4 values to C. All SMs share the work; the
@@ -1659,15 +1722,15 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
-    let block_quads = BLOCKS as u32 * quads(R::ROWS);
+    let block_quads = BLOCKS as u32 * quads(R::TILE);
     let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
-    if m_tile * R::ROWS + quad_m(R::ROWS, bq, ctid) >= p.args.m {
+    if m_tile * R::ROWS + quad_m(R::TILE, bq, ctid) >= p.args.m {
         // Padding rows past M: the GEMM stored nothing here.
         return;
     }
-    let sum = if R::ROWS == Decode::ROWS {
+    let sum = if R::TILE == Decode::TILE {
         sum_unrolled(&p, index, bq, ctid)
     } else {
         // Prefill, medium and wide tiles: 2-8 splits, summed in split order, the loads of
@@ -1692,8 +1755,8 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
         }
         sum
     };
-    let place = Place::new(&p, l, m_tile, n_tile * block_n(R::ROWS), ctid);
-    let (b, q) = (bq / quads(R::ROWS), bq % quads(R::ROWS));
+    let place = Place::new(&p, l, m_tile, n_tile * block_n(R::TILE), ctid);
+    let (b, q) = (bq / quads(R::TILE), bq % quads(R::TILE));
     // Unrolled: a runtime index would put `sum` in local memory.
     seq_macro::seq!(E in 0..4 {
         place.store(b, 4 * q + E, sum[E]);
@@ -1724,12 +1787,13 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     sum
 }
 
-/// The entry points of `rows`-row tiles.
-pub const fn entries_of(rows: u32) -> [&'static str; 3] {
-    match rows {
-        Decode::ROWS => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
-        Medium::ROWS => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
-        Wide::ROWS => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
+/// The entry points of tiles of key `tile`.
+pub const fn entries_of(tile: u32) -> [&'static str; 3] {
+    match tile {
+        Decode::TILE => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
+        Medium::TILE => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
+        Narrow::TILE => ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow", "nvfp4_sm90v2_narrow_reduce"],
+        Wide::TILE => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
         _ => ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
     }
 }
@@ -1744,6 +1808,9 @@ gemm_entry_point!(nvfp4_sm90v2_decode_reduce => reduce::<Decode>);
 gemm_entry_point!(nvfp4_sm90v2_medium_prepare => prepare::<Medium>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_medium => gemm::<Medium>);
 gemm_entry_point!(nvfp4_sm90v2_medium_reduce => reduce::<Medium>);
+gemm_entry_point!(nvfp4_sm90v2_narrow_prepare => prepare::<Narrow>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_narrow => gemm::<Narrow>);
+gemm_entry_point!(nvfp4_sm90v2_narrow_reduce => reduce::<Narrow>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide>);
 gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);

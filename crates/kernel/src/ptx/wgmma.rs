@@ -79,6 +79,7 @@ macro_rules! fragment {
 }
 
 fragment!(8, [0 1 2 3 4 5 6 7]);
+fragment!(16, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]);
 fragment!(32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]);
 fragment!(64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]);
 fragment!(128, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]);
@@ -225,6 +226,13 @@ mma_async_rs!(
 );
 
 mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {d0..d15}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — D[64x32] (+)= A[64x16] · B[32x16]^T, A from registers, f32 accumulators, 16 per
+    /// thread.
+    mma_async_rs_m64n32, 32, "f16", F16, 16, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]
+);
+
+mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — D[64x64] (+)= A[64x16] · B[64x16]^T, A from registers, f32 accumulators, 32 per
     /// thread.
@@ -242,6 +250,12 @@ mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
     /// — as [`mma_async_rs_m64n16`] with bf16 operands (the same fragment layouts).
     mma_async_rs_bf16_m64n16, 16, "bf16", Bf16, 8, [0 1 2 3 4 5 6 7]
+);
+
+mma_async_rs!(
+    /// `wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {d0..d15}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
+    /// — as [`mma_async_rs_m64n32`] with bf16 operands (the same fragment layouts).
+    mma_async_rs_bf16_m64n32, 32, "bf16", Bf16, 16, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]
 );
 
 mma_async_rs!(
