@@ -30,8 +30,7 @@ pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
 /// [`run`] as on a GPU with `sms` SMs: the work decomposition a GPU run of that size
 /// uses, so that the two can be compared bit for bit.
 pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun> {
-    let steps: Vec<(Launch, Body)> = kernel.steps(problem.shape, sms).iter().map(|s| (s.launch, s.body)).collect();
-    run_steps(problem, sms, &steps)
+    run_kernel_steps(problem, sms, &kernel.steps(problem.shape, sms))
 }
 
 /// [`run`] of `sm90v2` on its tile kind of key `tile` (`kernel::sm90v2::TILES`) rather than
@@ -39,7 +38,12 @@ pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun
 pub fn run_sm90v2_tile(problem: &Problem, tile: u32) -> Result<EmulatedRun> {
     let (s, sms) = (problem.shape, Kernel::Sm90v2.emulated_sms());
     let plan = kernel::sm90v2::Plan::on(tile, s.m, s.n, s.k, s.l, sms);
-    let steps: Vec<(Launch, Body)> = Kernel::sm90v2_steps(&plan).iter().map(|s| (s.launch, s.body)).collect();
+    run_kernel_steps(problem, sms, &Kernel::sm90v2_steps(&plan))
+}
+
+/// [`run_steps`] of a kernel's launches ([`crate::kernels::Step`]s).
+fn run_kernel_steps(problem: &Problem, sms: u32, steps: &[crate::kernels::Step]) -> Result<EmulatedRun> {
+    let steps: Vec<(Launch, Body)> = steps.iter().map(|s| (s.launch, s.body)).collect();
     run_steps(problem, sms, &steps)
 }
 

@@ -17,26 +17,31 @@ fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
 /// Bit-exact on the benchmark's distribution (every partial sum is exact in f32), within
 /// tolerance on wide scales, every element written.
 fn check(shape: &str, dist: Distribution) {
-    let p = problem(shape, dist, 17);
-    let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("sm90v2 on {shape} {dist}: {e}"));
-    let c = compare(p.shape, &run.c, &reference(&p));
-    assert_eq!(unwritten(&run.c), 0, "sm90v2 {shape} {dist}: elements left unwritten");
-    assert!(c.passed(), "sm90v2 {shape} {dist}: {c}");
-    if dist == Distribution::GpuMode {
-        assert!(c.bit_exact, "sm90v2 {shape} {dist}: not bit-exact: {c}");
-    }
+    check_on(None, shape, dist);
 }
 
 /// [`check`] on the tile kind of key `tile` rather than the one the call picks.
 fn check_tile(tile: u32, shape: &str, dist: Distribution) {
+    check_on(Some(tile), shape, dist);
+}
+
+/// [`check`] on the tile kind of key `tile` (`None`: the one the call picks).
+fn check_on(tile: Option<u32>, shape: &str, dist: Distribution) {
     let p = problem(shape, dist, 17);
-    let run =
-        emulate::run_sm90v2_tile(&p, tile).unwrap_or_else(|e| panic!("sm90v2 tile {tile:#x} on {shape} {dist}: {e}"));
+    let what = match tile {
+        Some(tile) => format!("sm90v2 tile {tile:#x} on {shape} {dist}"),
+        None => format!("sm90v2 on {shape} {dist}"),
+    };
+    let run = match tile {
+        Some(tile) => emulate::run_sm90v2_tile(&p, tile),
+        None => emulate::run(&p, Kernel::Sm90v2),
+    }
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     let c = compare(p.shape, &run.c, &reference(&p));
-    assert_eq!(unwritten(&run.c), 0, "sm90v2 tile {tile:#x} {shape} {dist}: elements left unwritten");
-    assert!(c.passed(), "sm90v2 tile {tile:#x} {shape} {dist}: {c}");
+    assert_eq!(unwritten(&run.c), 0, "{what}: elements left unwritten");
+    assert!(c.passed(), "{what}: {c}");
     if dist == Distribution::GpuMode {
-        assert!(c.bit_exact, "sm90v2 tile {tile:#x} {shape} {dist}: not bit-exact: {c}");
+        assert!(c.bit_exact, "{what}: not bit-exact: {c}");
     }
 }
 

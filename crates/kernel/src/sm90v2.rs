@@ -229,9 +229,10 @@ pub const fn block_n(tile: u32) -> u32 {
     CONSUMERS * weight_blocks(tile) * WGMMA_M
 }
 /// Narrow 64-row tiles ([`Narrow`]) run a call at M = 17..128 when no SM walks more than
-/// this many stages of them (its waves of CTAs times a CTA's stages). Against 128-row tiles (M = 65..128) they convert every weight
-/// twice, against medium tiles (M <= 64) they read twice the image bytes per MMA; in return
-/// twice the tiles need half the splits, or none. On an H100 (docs/perf-notes.md, sessions
+/// this many stages of them (its waves of CTAs times a CTA's stages). Against 128-row
+/// tiles (M = 65..128) they convert every weight twice, against medium tiles (M <= 64) they
+/// read twice the image bytes per MMA; in return twice the tiles need half the splits, or
+/// none. On an H100 (docs/perf-notes.md, sessions
 /// 22-23), narrow against the other tiles: 128x7168x2048 (32 stages, no split) 18.8 against
 /// 20.5 us, 128x7168x1024 14.2 against 17.5, 128x4096x2048 16.4 against 17.2, 64x7168x2048
 /// 16.8 against 18.6, 64x4096x7168 (28 stages) 21.6 against 22.6; and where the CTAs walk
@@ -267,8 +268,8 @@ pub const fn ring_slots(tile: u32) -> u32 {
 /// thread, so this, not the ring, bounds how much DRAM latency the copies hide. On an
 /// H100 (docs/perf-notes.md, session 22), against a lag of 2 on 6 slots everywhere:
 /// 128-row tiles with 8 slots and a lag of 4 took 128x7168x16384 from 64.0-64.7 to
-/// 61.6-62.0 us and 128x7168x8192 from 40.7 to 38.5 (the short-K shapes within 0.3); 64-row
-/// tiles with a lag of 3 took 0.7-1.2 us off every long-K shape (64x7168x16384 51.3 to
+/// 61.6-62.0 us and 128x7168x8192 from 40.7 to 38.5 (the short-K shapes within 0.3); medium
+/// 64-row tiles with a lag of 3 took 0.7-1.2 us off every long-K shape (64x7168x16384 51.3 to
 /// 50.5, 17x7168x16384 50.3 to 49.1) and left the short ones as they were; decode tiles
 /// lost 0.1-1.4 us with 3 or 4. (Arriving through `cp.async.mbarrier.arrive.noinc`, which
 /// fires once the copies land, needs no wait at all; it measured no faster than these lags,
