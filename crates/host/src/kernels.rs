@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M <= 128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 with m64n128 (the two warpgroups on alternate stages) for M = 65..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -264,24 +264,22 @@ impl Kernel {
 
     /// Every launch any call may make on `sms` SMs (each entry point at least once, with
     /// its largest shared memory): what loading the kernel prepares. A step may be skipped
-    /// for some shapes, and sm90v2 has an entry point per tile kind: one shape per kind,
-    /// each with a single tile (so it splits K), has them all.
+    /// for some shapes, and sm90v2 has an entry point per tile kind: a one-tile plan per
+    /// kind (so it splits K) has them all.
     pub fn every_step(self, sms: u32) -> Vec<Step> {
-        use kernel::sm90v2::{MEDIUM_MAX_M, NARROW_MAX_STAGES, PREFILL_MAX_M};
-        // (M, K stages) of decode, narrow, medium, prefill and wide tiles: M picks the
-        // height, and at M = 17..128 the stages per CTA pick narrow tiles or not (a single
-        // tile splits K at most 8 ways).
-        let (short, long) = (8, 8 * (NARROW_MAX_STAGES + 1));
-        let kinds = [
-            (1, short),
-            (MEDIUM_MAX_M, short),
-            (MEDIUM_MAX_M, long),
-            (PREFILL_MAX_M, long),
-            (2 * PREFILL_MAX_M, short),
-        ];
-        kinds
+        if self == Kernel::Sm90v2 {
+            // Every tile kind on a one-tile shape of 8 stages, which splits K (and so
+            // launches the reduce too) wherever there is more than one SM.
+            let k = 8 * nvfp4::shape::K_GRANULE;
+            return kernel::sm90v2::TILES
+                .iter()
+                .flat_map(|&tile| Kernel::sm90v2_steps(&kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms)))
+                .collect();
+        }
+        // The other kernels: a few shapes of every size class.
+        [1, 64, 128, 256]
             .into_iter()
-            .map(|(m, stages)| Shape::new(m, 1, stages * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .map(|m| Shape::new(m, 1, 8 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
             .flat_map(|shape| self.steps(shape, sms))
             .collect()
     }

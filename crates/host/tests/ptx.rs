@@ -40,6 +40,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_decode",
             "nvfp4_gemm_sm90v2_medium",
             "nvfp4_gemm_sm90v2_narrow",
+            "nvfp4_gemm_sm90v2_thin",
             "nvfp4_gemm_sm90v2_wide",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
@@ -49,6 +50,8 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_sm90v2_narrow_reduce",
             "nvfp4_sm90v2_prepare",
             "nvfp4_sm90v2_reduce",
+            "nvfp4_sm90v2_thin_prepare",
+            "nvfp4_sm90v2_thin_reduce",
             "nvfp4_sm90v2_wide_prepare",
             "nvfp4_sm90v2_wide_reduce"
         ]
@@ -160,13 +163,16 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    use kernel::sm90v2::{Decode, Medium, Narrow, Prefill, Rows, Wide};
+    use kernel::sm90v2::{Decode, Medium, Narrow, Prefill, Rows, Thin, Wide};
     // (entry, wgmma N, tile key)
     for (name, n, tile) in [
         ("nvfp4_gemm_sm90v2", 128, Prefill::TILE),
         ("nvfp4_gemm_sm90v2_medium", 64, Medium::TILE),
         // Narrow tiles: one m64n64 wgmma for both 32-row halves of the image.
         ("nvfp4_gemm_sm90v2_narrow", 64, Narrow::TILE),
+        // Thin tiles: one m64n128 wgmma for both 64-row halves, the two warpgroups on
+        // alternate stages.
+        ("nvfp4_gemm_sm90v2_thin", 128, Thin::TILE),
         ("nvfp4_gemm_sm90v2_decode", 16, Decode::TILE),
         // Wide tiles: one m64n256 wgmma for both 128-row halves of the image.
         ("nvfp4_gemm_sm90v2_wide", 256, Wide::TILE),
@@ -187,6 +193,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", 4),
         ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", 4),
         ("nvfp4_sm90v2_narrow_prepare", "nvfp4_sm90v2_narrow_reduce", 4),
+        ("nvfp4_sm90v2_thin_prepare", "nvfp4_sm90v2_thin_reduce", 4),
         ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", 4),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", 16),
     ] {

@@ -69,8 +69,8 @@ fn gemm_entry(shape: &str) -> &'static str {
 fn sm90v2_matches_the_reference_under_emulation() {
     // One stage (K = 64) with M and N tails and N odd (2-byte stores); tails in M and N
     // with L = 3; 7 stages in a 6-slot ring (it wraps, the producer refills), one split,
-    // on 128-row tiles (M = 300: three, with tails in M and N and L = 2; at M = 65 and 128
-    // these short calls pick narrow tiles, so they also run on 128-row ones).
+    // on 128-row tiles (M = 300: three, with tails in M and N and L = 2; at M = 128 this
+    // short call picks thin tiles, so it also runs on 128-row ones).
     for shape in ["1x1x64", "65x77x64", "129x300x128x3", "128x256x448", "300x300x448x2"] {
         assert_eq!(splits(shape), 1, "{shape}");
         for dist in Distribution::ALL {
@@ -93,10 +93,34 @@ fn split_k_tiles_match_the_reference_under_emulation() {
             check(shape, dist);
         }
     }
-    // 100x260x4096 picks narrow tiles (6 x 8 splits of 8 stages): on 128-row ones too.
-    assert_eq!(gemm_entry("100x260x4096"), "nvfp4_gemm_sm90v2_narrow");
+    // 100x260x4096 picks thin tiles (5 x 8 splits of 8 stages, 4 for each warpgroup): on
+    // 128-row ones too.
+    assert_eq!(gemm_entry("100x260x4096"), "nvfp4_gemm_sm90v2_thin");
     assert_eq!(splits_on(sm90v2::Prefill::TILE, "100x260x4096"), 8);
     check_tile(sm90v2::Prefill::TILE, "100x260x4096", Distribution::GpuMode);
+}
+
+/// M = 65..128 with short K runs on thin 128-row tiles of 64 weight rows, whose two
+/// warpgroups take alternate stages and add their sums in shared memory: 4 tiles of 7
+/// stages (4 for warpgroup 0, 3 for warpgroup 1), tails in M and N with L = 3 and one
+/// stage each, 18 stages through the 8-slot ring (on 8 SMs, where 5 tiles do not split);
+/// split K (above), W4A16 in fp16 and bf16 (65x77x128, 100x260x4096: below).
+#[test]
+fn thin_tiles_match_the_reference_under_emulation() {
+    for shape in ["128x256x448", "100x300x128x3"] {
+        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_thin", "{shape}");
+        assert_eq!(splits(shape), 1, "{shape}");
+        for dist in Distribution::ALL {
+            check(shape, dist);
+        }
+    }
+    let p = problem("100x300x1152", Distribution::GpuMode, 3);
+    let s = p.shape;
+    assert_eq!(sm90v2::entries(s.m, s.n, s.k, s.l, 8)[1], "nvfp4_gemm_sm90v2_thin");
+    assert_eq!(sm90v2::splits(s.m, s.n, s.k, s.l, 8), 1);
+    let run = emulate::run_on(&p, Kernel::Sm90v2, 8).unwrap_or_else(|e| panic!("100x300x1152 on 8 SMs: {e}"));
+    let c = compare(s, &run.c, &reference(&p));
+    assert!(c.bit_exact && unwritten(&run.c) == 0, "100x300x1152 on 8 SMs: {c}");
 }
 
 /// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points): one
@@ -261,7 +285,7 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
     let cases = [
         ("128x7168x16384", 2, 56, 112), // 56 tiles of 128 weight rows: one wave, all split
         ("128x4096x7168", 4, 32, 128),
-        ("128x7168x2048", 1, 0, 112),   // 112 narrow tiles: one wave, none split
+        ("128x7168x2048", 1, 0, 112),   // 112 thin tiles: one wave, none split
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
@@ -274,9 +298,10 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
 
 /// The tile height follows M (`sm90v2::rows_for`): 16 rows up to M = 16, 64 up to 64, 128
 /// up to 128 (a 128x128 tile splits K as a 256x64 one does and converts each weight half
-/// as often), and above, 256 unless that pads M more than 128 would; except that at M =
-/// 17..128 narrow 64-row tiles (128 weight rows) run every call in which no SM would walk
-/// more than `NARROW_MAX_STAGES` stages of them.
+/// as often), and above, 256 unless that pads M more than 128 would; except that every
+/// call in which no SM would walk more than `SHORT_MAX_STAGES` stages of them runs on
+/// narrow 64-row tiles (128 weight rows) at M = 17..64 and on thin 128-row tiles (64
+/// weight rows) at M = 65..128.
 #[test]
 fn tile_heights_follow_m() {
     for (shape, want) in [
@@ -286,11 +311,13 @@ fn tile_heights_follow_m() {
         ("64x7168x16384", "nvfp4_gemm_sm90v2_medium"),
         ("64x7168x2048", "nvfp4_gemm_sm90v2_narrow"), // 16 stages per CTA
         ("64x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28
-        ("65x7168x2048", "nvfp4_gemm_sm90v2_narrow"), // 32: the most narrow tiles take
-        ("128x7168x2048", "nvfp4_gemm_sm90v2_narrow"),
-        ("128x7168x4096", "nvfp4_gemm_sm90v2"),  // narrow: 64
-        ("128x4096x7168", "nvfp4_gemm_sm90v2"),  // narrow: 56
-        ("128x14336x2048", "nvfp4_gemm_sm90v2"), // narrow: 224 tiles, two waves of 32 stages
+        ("65x7168x2048", "nvfp4_gemm_sm90v2_thin"),   // 32: the most thin tiles take
+        ("128x7168x2048", "nvfp4_gemm_sm90v2_thin"),
+        ("128x4096x4096", "nvfp4_gemm_sm90v2_thin"), // 64 tiles x 2 splits of 32 stages
+        ("128x7168x4096", "nvfp4_gemm_sm90v2"),      // thin: 64
+        ("128x4096x7168", "nvfp4_gemm_sm90v2"),      // thin: 56
+        ("128x14336x2048", "nvfp4_gemm_sm90v2"),     // thin: 224 tiles, two waves of 32 stages
+        ("128x7168x64", "nvfp4_gemm_sm90v2"),        // one stage: none for warpgroup 1
         ("128x7168x16384", "nvfp4_gemm_sm90v2"),
         ("300x7168x2048", "nvfp4_gemm_sm90v2"), // 300 = 256 + 44: a second wide tile would be 17 % full
         ("384x7168x2048", "nvfp4_gemm_sm90v2"),
@@ -357,9 +384,11 @@ fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    // 7 stages: too few to split, on narrow 64-row tiles and 128-row tiles.
+    // 7 stages: too few to split, on narrow 64-row tiles, thin 128-row tiles and 128-row
+    // tiles.
     for (shape, want) in [
         ("64x256x448", ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow"]),
+        ("128x256x448", ["nvfp4_sm90v2_thin_prepare", "nvfp4_gemm_sm90v2_thin"]),
         ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
     ] {
         let entries: Vec<&str> = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS).iter().map(|s| s.entry).collect();

@@ -66,7 +66,8 @@
 //!   holds the stage. The image is written through the async proxy and wgmma reads it
 //!   through it: no proxy fence anywhere; the weights are written and read by plain
 //!   loads.
-//! - `empty[s]` (256 arrivals, every consumer thread): no wgmma reads slot s any more.
+//! - `empty[s]` (256 arrivals, every consumer thread; 128 on thin tiles, whose warpgroups
+//!   take alternate stages): no wgmma reads slot s any more.
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
 //!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
@@ -110,8 +111,8 @@
 //! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
 //! same; every launch has an entry point per tile kind ([`entries`]), each kind named by its
-//! key ([`Rows::TILE`]: the row count, with a flag for the narrow tiles below), which every
-//! size function of this file takes.
+//! key ([`Rows::TILE`]: the row count, with a flag for the narrow and thin tiles below),
+//! which every size function of this file takes.
 //!
 //! **Why 128 weight rows on 128-row tiles.** Until session 21 these tiles had 256 weight
 //! rows, like the medium ones: at M = 128 the few tiles then split K 4-8 ways, and the
@@ -124,19 +125,30 @@
 //! 62.8 (docs/perf-notes.md, session 21); with the deeper producer lag of session 22 (see
 //! [`producer_lag`]) they win on long K too (128x7168x16384 61.9-62.2 against 63.4-63.6
 //! for 256 weight rows with the same lag). They also convert each weight half as often as
-//! 64-row tiles of the same decomposition, so M = 65..128 runs on them unless narrow tiles
-//! (below) remove split K.
+//! 64-row tiles of the same decomposition, so M = 65..128 runs on them unless K is short
+//! (thin tiles, below).
 //!
-//! **Narrow tiles** ([`Narrow`], M = 17..128 and short K). 64 activation rows against 128
-//! weight rows: each warpgroup's 64 converted weight rows multiplied by both 32-row halves
-//! of the image with one `wgmma m64n64k16`. Twice as many tiles as 128-row (or 256x64
-//! medium) tiles, so they split K half as many ways, or not at all: 128x7168x2048 makes 112
-//! of them, one wave without partials or a reduce launch. The price is twice the conversion
-//! per weight at M > 64 (two row blocks convert the same weights) and twice the image bytes
-//! per MMA at M <= 64, which wins only while each SM walks few stages: [`Plan::new`] takes
-//! them when no SM walks more than [`NARROW_MAX_STAGES`] (32; two waves of 32 count 64). On an H100, against the
-//! tiles M picks: 128x7168x2048 19.0-19.3 against 20.4-20.5 us, 128x7168x1024 13.9-14.2
-//! against 17.4-17.5, 64x7168x2048 16.9 against 18.2-18.5 (docs/perf-notes.md, session 23).
+//! **Short K: narrow and thin tiles.** Where each SM walks few stages, the partials' round
+//! trip and the ring's ramp weigh more than the loop, and tiles of half the weight rows
+//! pay: twice the tiles split K half as many ways, or not at all (128x7168x2048 makes 112,
+//! one wave without partials or a reduce launch). [`Plan::new`] takes them when no SM walks
+//! more than [`SHORT_MAX_STAGES`] (32; two waves of 32 count 64) stages:
+//! - *Narrow* ([`Narrow`], M = 17..64): 64 activation rows against 128 weight rows, each
+//!   warpgroup's 64 converted weight rows multiplied by both 32-row halves of the image
+//!   with one `wgmma m64n64k16`: twice the image bytes per MMA of a medium tile (64x7168x2048
+//!   16.9 against 18.2-18.5 us on an H100, docs/perf-notes.md, session 23).
+//! - *Thin* ([`Thin`], M = 65..128): 128 activation rows against 64 weight rows, which
+//!   both warpgroups convert, each for alternate stages (warpgroup c multiplies stages c,
+//!   c + 2, ... of its unit with one `wgmma m64n128k16` per k16 step, the image's two
+//!   64-row halves as its two accumulator blocks); at the end warpgroup 1 hands its sum
+//!   to warpgroup 0 through the idle ring ([`Rows::exchange`]), which writes the tile. The
+//!   same tiles as narrow ones at these M (session 23), but each weight converted once
+//!   instead of twice and half the k16 steps, each twice the MMA: on an H100 (session 24)
+//!   128x7168x2048 17.7-17.9 against 18.7 us on narrow tiles, 128x4096x4096 19.1 against
+//!   21.8-21.9 and 128x2048x7168 18.2-18.3 against 20.3 on 128-row ones. Each CTA reads
+//!   twice the image bytes per MMA of a 128-row tile, which loses where the CTAs walk
+//!   longer (128x4096x7168, 56 stages: 25.5-25.7 against 24.6-24.7; 128x7168x16384, 256:
+//!   69.7-70.7 against 61.6-61.8).
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
@@ -199,46 +211,64 @@ const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
 /// The flag that tells the narrow 64-row tiles' key ([`Rows::TILE`]) from the medium ones'.
 pub const NARROW: u32 = 1 << 16;
+/// The flag that tells the thin 128-row tiles' key from the prefill ones'.
+pub const THIN: u32 = 1 << 17;
 /// The activation rows of tile key `tile`.
 const fn rows_of(tile: u32) -> u32 {
     tile & (NARROW - 1)
 }
+/// Stages between one stage a consumer warpgroup multiplies and its next: 1 where both
+/// warpgroups multiply every stage (each its own weight rows), 2 on thin tiles, whose two
+/// warpgroups share the tile's 64 weight rows and take alternate stages (warpgroup c the
+/// stages c, c + 2, ... of the unit), their two sums added in shared memory at the end.
+const fn stage_step(tile: u32) -> u32 {
+    if tile == Thin::TILE { CONSUMERS } else { 1 }
+}
+/// Consumer threads whose accumulators hold distinct elements of the tile's C (after the
+/// thin tiles' sum, warpgroup 0's).
+const fn holders(tile: u32) -> u32 {
+    CONSUMER_THREADS / stage_step(tile)
+}
 /// The m64 weight blocks a warpgroup multiplies on tiles of key `tile`: one per accumulator
-/// block on medium and decode tiles, or on prefill, wide and narrow tiles one for both (see
+/// block on medium and decode tiles, or on prefill, wide, narrow and thin tiles one for both (see
 /// [`Rows`]: the two blocks are the two halves of the activations against the same
 /// converted weights).
 const fn weight_blocks(tile: u32) -> u32 {
-    if tile == Wide::TILE || tile == Prefill::TILE || tile == Narrow::TILE { 1 } else { BLOCKS as u32 }
+    if tile == Wide::TILE || tile == Prefill::TILE || tile == Narrow::TILE || tile == Thin::TILE {
+        1
+    } else {
+        BLOCKS as u32
+    }
 }
 /// Activation rows of one accumulator block (the wgmma N).
 const fn block_rows(tile: u32) -> u32 {
     rows_of(tile) * weight_blocks(tile) / BLOCKS as u32
 }
 /// How far accumulator block 1's rows of C lie from block 0's: a weight block further in n,
-/// or on prefill, wide and narrow tiles (both blocks on the same weights) an activation half
-/// further in m.
+/// or on prefill, wide, narrow and thin tiles (both blocks on the same weights) an
+/// activation half further in m.
 const fn block_n_step(tile: u32) -> u32 {
     if weight_blocks(tile) == 1 { 0 } else { WGMMA_M }
 }
 const fn block_m_step(tile: u32) -> u32 {
     if weight_blocks(tile) == 1 { block_rows(tile) } else { 0 }
 }
-/// Weight rows (columns of C) per CTA tile with tiles of key `tile`: 128 on prefill, wide
-/// and narrow tiles, 256 on medium and decode tiles.
+/// Weight rows (columns of C) per CTA tile with tiles of key `tile`: 64 on thin tiles (both
+/// warpgroups on the same rows), 128 on prefill, wide and narrow tiles, 256 on medium and
+/// decode tiles.
 pub const fn block_n(tile: u32) -> u32 {
-    CONSUMERS * weight_blocks(tile) * WGMMA_M
+    CONSUMERS / stage_step(tile) * weight_blocks(tile) * WGMMA_M
 }
-/// Narrow 64-row tiles ([`Narrow`]) run a call at M = 17..128 when no SM walks more than
-/// this many stages of them (its waves of CTAs times a CTA's stages). Against 128-row
-/// tiles (M = 65..128) they convert every weight twice, against medium tiles (M <= 64) they
-/// read twice the image bytes per MMA; in return twice the tiles need half the splits, or
-/// none. On an H100 (docs/perf-notes.md, sessions
-/// 22-23), narrow against the other tiles: 128x7168x2048 (32 stages, no split) 18.8 against
-/// 20.5 us, 128x7168x1024 14.2 against 17.5, 128x4096x2048 16.4 against 17.2, 64x7168x2048
-/// 16.8 against 18.6, 64x4096x7168 (28 stages) 21.6 against 22.6; and where the CTAs walk
-/// longer, 128x4096x7168 (56) 30.2 against 24.6, 128x7168x4096 (64) 29.9 against 26.3,
-/// 64x7168x16384 (128) 58.2 against 51.3.
-pub const NARROW_MAX_STAGES: u32 = 32;
+/// Narrow tiles (M = 17..64) and thin tiles (M = 65..128) run a call where no SM walks more
+/// than this many stages of them (its waves of CTAs times a CTA's stages; see "Short K" in
+/// the header). On an H100 (docs/perf-notes.md, sessions 23-24), against the tiles M
+/// picks: narrow 64x7168x2048 (16 stages per CTA) 16.8 against 18.6 us, 64x4096x7168 (28)
+/// 21.6 against 22.6, and where the CTAs walk longer 64x7168x16384 (128) 58.2 against
+/// 51.3; thin 128x7168x2048 (32, no split) 17.4-17.9 against 18.7-19.5 on narrow tiles,
+/// 128x4096x4096 (32) 19.1-19.3 against 21.8-22.0, 128x7168x4096 (64) 25.3-25.4 against
+/// 26.2-26.3, and longer 128x4096x7168 (56) 25.5-25.7 against 24.6-24.7, 128x7168x6144
+/// (96) 33.1 against 32.1-32.2, 128x14336x2048 (two waves of 32) 29.8-30.2 against 23.8.
+pub const SHORT_MAX_STAGES: u32 = 32;
 /// M up to this runs on decode tiles (see [`Rows`]).
 pub const DECODE_MAX_M: u32 = 16;
 /// M up to this (and above [`DECODE_MAX_M`]) runs on medium tiles (see [`Rows`]).
@@ -260,7 +290,7 @@ const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
 /// more (6 x 36.5 KiB), and decode tiles (two CTAs per SM) measured slower with 8 or 10
 /// (docs/perf-notes.md, session 22).
 pub const fn ring_slots(tile: u32) -> u32 {
-    if tile == Prefill::TILE { 8 } else { 6 }
+    if tile == Prefill::TILE || tile == Thin::TILE { 8 } else { 6 }
 }
 /// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
 /// copies landed, after issuing this many later stages (one commit group per stage): the
@@ -277,7 +307,7 @@ pub const fn ring_slots(tile: u32) -> u32 {
 /// 11 and 22.)
 pub const fn producer_lag(tile: u32) -> u32 {
     match tile {
-        Prefill::TILE => 4,
+        Prefill::TILE | Thin::TILE => 4,
         Medium::TILE => 3,
         _ => 2,
     }
@@ -293,7 +323,7 @@ pub const fn launch_regs(tile: u32) -> u32 {
     REGISTERS_PER_SM / (ctas_per_sm(tile) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
 /// The five tile kinds' keys (see [`Rows`]): prefill, wide, medium, narrow, decode.
-pub const TILES: [u32; 5] = [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Decode::TILE];
+pub const TILES: [u32; 6] = [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Thin::TILE, Decode::TILE];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
 pub const PRODUCER_REGS: u32 = 40;
 /// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
@@ -359,7 +389,7 @@ const fn weight_stage_bytes(tile: u32) -> u32 {
 /// The stage's weight scales: one blocked-layout tile (128 rows x 4 scales, 512 bytes) per
 /// 128 weight rows, copied as they lie in SFB.
 const fn scale_stage_bytes(tile: u32) -> u32 {
-    block_n(tile) / layout::TILE_ROWS * layout::TILE_BYTES
+    block_n(tile).div_ceil(layout::TILE_ROWS) * layout::TILE_BYTES
 }
 /// A ring slot's raw part: the stage's weights, then their scales.
 const fn raw_stage_bytes(tile: u32) -> u32 {
@@ -435,7 +465,10 @@ const _: () = {
         assert!(act_stage_bytes(tile).is_multiple_of(Swizzle::B128.repeat_bytes()), "images stay 1024-aligned");
         assert!(raw_stage_bytes(tile).is_multiple_of(CHUNK), "16-byte copies into the raw part");
         assert!(weight_chunks(tile).is_multiple_of(PRODUCER_THREADS) && scale_chunks(tile) <= PRODUCER_THREADS);
-        assert!(block_n(tile).is_multiple_of(layout::TILE_ROWS), "whole scale tiles per stage");
+        assert!(
+            block_n(tile).is_multiple_of(layout::TILE_ROWS) || layout::TILE_ROWS.is_multiple_of(block_n(tile)),
+            "whole scale tiles per stage, or whole tiles' worth of tiles"
+        );
         assert!(full_offset(tile).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(tile) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
         assert!(rows_of(tile).is_multiple_of(8) && rows_of(tile) <= 256, "a valid wgmma N");
@@ -452,8 +485,10 @@ const _: () = {
 /// Arrivals that fill a stage: the producer thread 0's `arrive.expect_tx` (the image's
 /// bytes do the rest), and each producer thread's arrival once its weight copies landed.
 const FULL_ARRIVALS: u32 = 1 + PRODUCER_THREADS;
-/// Arrivals that empty it: every consumer thread.
-const EMPTY_ARRIVALS: u32 = CONSUMER_THREADS;
+/// Arrivals that empty it: every consumer thread that multiplies the stage.
+const fn empty_arrivals(tile: u32) -> u32 {
+    CONSUMER_THREADS / stage_step(tile)
+}
 
 /// The dynamic shared memory of a CTA with tiles of key `tile`.
 #[derive(Clone, Copy)]
@@ -540,6 +575,10 @@ pub trait Rows: Copy {
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
     /// reduce thread reads).
     fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &Self::Acc);
+    /// Thin tiles' sum of the two warpgroups' accumulators at `summed`: the warpgroup that
+    /// `gives` stores its quads there, the other, after the caller's barrier, adds them to
+    /// its own (warpgroup 0's even stages plus warpgroup 1's odd ones, in that order).
+    fn exchange(summed: SmemAddr, thread: u32, gives: bool, acc: &mut [Self::Acc; BLOCKS]);
 }
 
 /// The 16-bit type the tensor cores multiply: the activations' type (fp16 for NVFP4 A,
@@ -645,12 +684,41 @@ macro_rules! tile_rows {
             }
             #[inline(always)]
             #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
+            fn exchange(summed: SmemAddr, thread: u32, gives: bool, acc: &mut [[f32; $acc]; BLOCKS]) {
+                let at = |bq: u32| summed.offset((bq * WARPGROUP + thread) * CHUNK);
+                seq_macro::seq!(B in 0..2 {
+                    seq_macro::seq!(Q in 0..$quads {
+                        let bq = B * $quads + Q;
+                        if gives {
+                            memory::st_shared_v4_b32(at(bq), [
+                                acc[B][4 * Q].to_bits(), acc[B][4 * Q + 1].to_bits(),
+                                acc[B][4 * Q + 2].to_bits(), acc[B][4 * Q + 3].to_bits(),
+                            ]);
+                        }
+                    });
+                });
+                // (`barrier.sync`: ptxas puts a copy of the barrier in each arm.)
+                barrier::sync_unaligned(BARRIER_CTA, CONSUMER_THREADS);
+                if !gives {
+                    seq_macro::seq!(B in 0..2 {
+                        seq_macro::seq!(Q in 0..$quads {
+                            let bq = B * $quads + Q;
+                            let other = memory::ld_shared_v4_b32(at(bq));
+                            seq_macro::seq!(E in 0..4 {
+                                acc[B][4 * Q + E] += f32::from_bits(other[E]);
+                            });
+                        });
+                    });
+                }
+            }
+            #[inline(always)]
+            #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
             fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &[f32; $acc]) {
                 seq_macro::seq!(Q in 0..$quads {
                     let bq = b * quads(Self::TILE) + Q;
                     if quad_m(Self::TILE, bq, ctid) < live_rows {
                         memory::st_global_v4_b32(
-                            partial + partial_offset(bq, ctid),
+                            partial + partial_offset(Self::TILE, bq, ctid),
                             [acc[4 * Q].to_bits(), acc[4 * Q + 1].to_bits(), acc[4 * Q + 2].to_bits(), acc[4 * Q + 3].to_bits()],
                         );
                     }
@@ -685,6 +753,14 @@ tile_rows!(
     /// at once (one `wgmma m64n64k16` per k16 step, see [`Rows::mma_blocks`]).
     Narrow, 64 | NARROW, 16, 4, mma_async_rs_m64n32, mma_async_rs_bf16_m64n32,
     both blocks: mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
+);
+tile_rows!(
+    /// Thin 128-row tiles, for M from 65 to 128 where K is short (see [`Plan::new`]): 64
+    /// weight rows, which both warpgroups convert, each for alternate stages, multiplied
+    /// by both 64-row halves of the activations at once (one `wgmma m64n128k16` per k16
+    /// step, see [`Rows::mma_blocks`]).
+    Thin, 128 | THIN, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64,
+    both blocks: mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
 tile_rows!(
     /// 16-row tiles, for M up to 16.
@@ -722,7 +798,8 @@ const REGION_ALIGN: u64 = 256;
 /// The tile for M alone (its key, [`Rows::TILE`]): decode tiles up to [`DECODE_MAX_M`],
 /// medium tiles up to [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide
 /// tiles unless they would pad M to more rows than prefill tiles do (M mod 256 in 1..=128:
-/// one wide tile would be at most half full). [`Plan::new`] may take narrow tiles instead.
+/// one wide tile would be at most half full). [`Plan::new`] may take narrow or thin tiles
+/// instead.
 pub const fn rows_for(m: u32) -> u32 {
     let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
@@ -792,16 +869,22 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The call's plan: on the tile height [`rows_for`] picks, or for M from 17 to 128 on
-    /// narrow 64-row tiles ([`Narrow`]) where no SM walks more than [`NARROW_MAX_STAGES`]
-    /// stages of them.
+    /// The call's plan: on the tile height [`rows_for`] picks, or where K is short (no SM
+    /// walks more than [`SHORT_MAX_STAGES`] stages of them) on thin 128-row tiles ([`Thin`])
+    /// at M = 65..128 and on narrow 64-row tiles ([`Narrow`]) at M = 17..64. (At M =
+    /// 65..128 the two make the same tiles, thin ones converting each weight once.)
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
         let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
         if m <= DECODE_MAX_M || m > PREFILL_MAX_M {
             return by_m;
         }
-        let narrow = Plan::on(Narrow::TILE, m, n, k, l, sms);
-        if narrow.busiest_sm_stages() <= NARROW_MAX_STAGES { narrow } else { by_m }
+        let short_k = Plan::on(if m > MEDIUM_MAX_M { Thin::TILE } else { Narrow::TILE }, m, n, k, l, sms);
+        // A thin unit needs a stage for each warpgroup (a split has at least 4).
+        if short_k.busiest_sm_stages() <= SHORT_MAX_STAGES && k_stages(k) >= stage_step(short_k.tile) {
+            short_k
+        } else {
+            by_m
+        }
     }
 
     /// Stages the busiest SM walks: its waves of CTAs times a CTA's stages (a whole
@@ -883,7 +966,7 @@ impl Plan {
 
     /// The reduce launch: one thread per partial quad of every split tile.
     pub const fn reduce_launch(&self) -> Launch {
-        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.tile) * CONSUMER_THREADS;
+        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.tile) * holders(self.tile);
         Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
     }
 
@@ -902,6 +985,7 @@ impl Plan {
             Decode::TILE => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
             Medium::TILE => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
             Narrow::TILE => [prepare::<Narrow>, gemm::<Narrow>, reduce::<Narrow>],
+            Thin::TILE => [prepare::<Thin>, gemm::<Thin>, reduce::<Thin>],
             Wide::TILE => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
             _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
         }
@@ -1201,7 +1285,7 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     if tid == 0 {
         for s in 0..ring_slots(R::TILE) {
             smem.full(s).init(FULL_ARRIVALS);
-            smem.empty(s).init(EMPTY_ARRIVALS);
+            smem.empty(s).init(empty_arrivals(R::TILE));
         }
         fence::mbarrier_init();
     }
@@ -1369,12 +1453,16 @@ impl OwnRows {
     /// Row i of the thread is row g (+8 for odd i) of warp w's 16 in weight block i / 2 of
     /// warpgroup c; on prefill and wide tiles (one weight block) rows 2 and 3 are never read.
     #[inline(always)]
-    fn new(c: u32, w: u32, g: u32, t: u32, weight_blocks: u32) -> OwnRows {
+    fn new(c: u32, w: u32, g: u32, t: u32, tile: u32, n0: u32) -> OwnRows {
+        let weight_blocks = weight_blocks(tile);
+        // On thin tiles both warpgroups read the same rows, which lie in the first or the
+        // second half of their scale tile.
+        let (c, scale_row0) = if stage_step(tile) > 1 { (0, n0 % layout::TILE_ROWS) } else { (c, 0) };
         let row = |i: u32| c * weight_blocks * WGMMA_M + (i / 2) * WGMMA_M + 16 * w + g + 8 * (i % 2);
         OwnRows {
             rows_read: 2 * weight_blocks,
             values: core::array::from_fn(|i| row(i as u32) * ROW_RAW_BYTES + t * THREAD_RAW_BYTES),
-            scales: core::array::from_fn(|i| layout::offset(row(i as u32), 0, layout::TILE_COLS) as u32),
+            scales: core::array::from_fn(|i| layout::offset(scale_row0 + row(i as u32), 0, layout::TILE_COLS) as u32),
         }
     }
 
@@ -1410,11 +1498,17 @@ impl OwnRows {
 fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
-    let own = OwnRows::new(c, w, g, t, weight_blocks(R::TILE));
-    let (begin, end) = (unit.kb_begin, unit.kb_end);
+    let own = OwnRows::new(c, w, g, t, R::TILE, unit.n0);
+    // The unit's stages this warpgroup multiplies: all, or on thin tiles every other one
+    // from stage c (a thin unit has at least two stages).
+    let step = stage_step(R::TILE);
+    let (begin, end) = (unit.kb_begin + c % step, unit.kb_end);
     let ctid = c * WARPGROUP + thread;
     // The stage's slot and lap, and its raw words and fp16x2 scales.
     let mut ring = RingPos::start(ring_slots(R::TILE));
+    for _ in 0..c % step {
+        ring.advance();
+    }
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::TILE);
     let mut raw = own.read(smem, ring.slot, t);
@@ -1490,8 +1584,10 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     // re-read of this one, whose slot is not refilled any more), while
                     // this step's MMA runs: not a wgmma operand.
                     let mut next = ring;
-                    next.advance();
-                    let next = if kb + 1 < end { next } else { ring };
+                    for _ in 0..step {
+                        next.advance();
+                    }
+                    let next = if kb + step < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
                     raw = own.read(smem, next.slot, t);
                     if S == 1 {
@@ -1511,8 +1607,10 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     }
                 }
             }});
-            ring.advance();
-            kb += 1;
+            for _ in 0..step {
+                ring.advance();
+            }
+            kb += step;
             if kb >= end {
                 break 'stages;
             }
@@ -1523,7 +1621,17 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     R::fence_operand(&mut acc[0]);
     R::fence_operand(&mut acc[1]);
 
+    if step > 1 {
+        // Thin tiles: warpgroup 1's sum of the odd stages joins warpgroup 0's of the even
+        // ones, through the idle ring (both warpgroups are past their last wgmma at the
+        // first barrier), in the same fragment positions. The tile is then warpgroup 0's.
+        // summed: [BLOCKS * quads][WARPGROUP][4] f32
+        let summed = smem.base;
+        barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
+        R::exchange(summed, thread, c == 1, &mut acc);
+    }
     let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
+    let holds = ctid < holders(R::TILE);
     if unit.splits == 1 {
         // C through a shared-memory copy of the tile (the ring is idle once both
         // warpgroups are past their last wgmma: the first barrier), written out in whole
@@ -1531,16 +1639,20 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
         // staged: [ROWS][block_n + STAGED_PAD] fp16 = staged_bytes(ROWS)
         let staged = smem.base;
         barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
-        R::stage(&place, staged, 0, &acc[0]);
-        R::stage(&place, staged, 1, &acc[1]);
+        if holds {
+            R::stage(&place, staged, 0, &acc[0]);
+            R::stage(&place, staged, 1, &acc[1]);
+        }
         barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
         place.write_staged(staged, R::TILE, ctid);
     } else {
         // This split's f32 partial; the reduce launch sums the splits and writes C.
         let partial = p.partial(unit.index, unit.split);
         let live_rows = p.args.m - unit.m_tile * R::ROWS;
-        R::store_partial(partial, 0, ctid, live_rows, &acc[0]);
-        R::store_partial(partial, 1, ctid, live_rows, &acc[1]);
+        if holds {
+            R::store_partial(partial, 0, ctid, live_rows, &acc[0]);
+            R::store_partial(partial, 1, ctid, live_rows, &acc[1]);
+        }
     }
 }
 
@@ -1558,8 +1670,8 @@ const fn quad_m(tile: u32, bq: u32, ctid: u32) -> u32 {
 /// Offset of quad `bq` (block x QUADS + quad) of consumer thread `ctid` in a partial:
 /// [block][quad][thread][4 f32], so the 256 consumer threads' 16-byte stores are contiguous.
 #[inline(always)]
-fn partial_offset(bq: u32, ctid: u32) -> u64 {
-    ((bq * CONSUMER_THREADS + ctid) * CHUNK) as u64
+fn partial_offset(tile: u32, bq: u32, ctid: u32) -> u64 {
+    ((bq * holders(tile) + ctid) * CHUNK) as u64
 }
 
 /// Where consumer thread `ctid`'s accumulators go in C.
@@ -1722,7 +1834,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     griddep::wait();
     let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
-    let (ctid, rest) = (i % CONSUMER_THREADS, i / CONSUMER_THREADS);
+    let (ctid, rest) = (i % holders(R::TILE), i / holders(R::TILE));
     let block_quads = BLOCKS as u32 * quads(R::TILE);
     let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
@@ -1742,7 +1854,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
             let mut parts = [[0u32; 4]; SPLITS_IN_FLIGHT as usize];
             seq_macro::seq!(S in 0..4 {
                 if first + S < p.splits {
-                    parts[S] = memory::ld_global_v4_b32(p.partial(index, first + S) + partial_offset(bq, ctid));
+                    parts[S] = memory::ld_global_v4_b32(p.partial(index, first + S) + partial_offset(R::TILE, bq, ctid));
                 }
             });
             seq_macro::seq!(S in 0..4 {
@@ -1776,7 +1888,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
 fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     let mut parts = [[0u32; 4]; MAX_DECODE_SPLITS as usize];
     seq_macro::seq!(S in 0..16 {
-        let v = memory::ld_global_v4_b32(p.partial(index, p.splits.min(S + 1) - 1) + partial_offset(bq, ctid));
+        let v = memory::ld_global_v4_b32(p.partial(index, p.splits.min(S + 1) - 1) + partial_offset(p.tile, bq, ctid));
         parts[S] = if S < p.splits { v } else { [0; 4] };
     });
     let mut sum = [0f32; 4];
@@ -1794,6 +1906,7 @@ pub const fn entries_of(tile: u32) -> [&'static str; 3] {
         Decode::TILE => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
         Medium::TILE => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
         Narrow::TILE => ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow", "nvfp4_sm90v2_narrow_reduce"],
+        Thin::TILE => ["nvfp4_sm90v2_thin_prepare", "nvfp4_gemm_sm90v2_thin", "nvfp4_sm90v2_thin_reduce"],
         Wide::TILE => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
         _ => ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
     }
@@ -1812,6 +1925,9 @@ gemm_entry_point!(nvfp4_sm90v2_medium_reduce => reduce::<Medium>);
 gemm_entry_point!(nvfp4_sm90v2_narrow_prepare => prepare::<Narrow>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_narrow => gemm::<Narrow>);
 gemm_entry_point!(nvfp4_sm90v2_narrow_reduce => reduce::<Narrow>);
+gemm_entry_point!(nvfp4_sm90v2_thin_prepare => prepare::<Thin>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin => gemm::<Thin>);
+gemm_entry_point!(nvfp4_sm90v2_thin_reduce => reduce::<Thin>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide>);
 gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);
