@@ -178,8 +178,8 @@
 //! conversion with the MMA, and split K gives 112-128 CTAs on the M = 128 shapes (and
 //! halves the last wave of 2304x4608x7168), and wide tiles convert each weight once per
 //! 256 rows of M, and a producer warpgroup keeps the copies off the converting warps.
-//! Measured on an H100: 62.6 / 25.5 / 18.9 / 211.1 us against v1's 274.4 / 124.8 / 42.5 /
-//! 602.1 on the four benchmark shapes (`host bench`, session 23; docs/perf-notes.md, with
+//! Measured on an H100: 62.6 / 25.4 / 17.5 / 213.5 us against v1's 275.7 / 125.4 / 42.6 /
+//! 602.5 on the four benchmark shapes (`host bench`, session 24; docs/perf-notes.md, with
 //! where the remaining time goes).
 
 use nvfp4::layout;
