@@ -498,7 +498,7 @@ pub const CORRECTNESS_SHAPES: [&str; 10] = [
 ];
 
 /// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
-/// (33x520x4096: sm90v2's narrow 64-row tiles with split K.)
+/// (33x520x4096: sm90v2's thin 64-row tiles with split K.)
 pub const ODD_SHAPES: [&str; 6] =
     ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2", "33x520x4096"];
 

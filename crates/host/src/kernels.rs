@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 with m64n128 (the two warpgroups on alternate stages) for M = 65..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 and 64x64 with m64n128 and m64n64 (the two warpgroups on alternate stages) for M = 17..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -244,7 +244,7 @@ impl Kernel {
     }
 
     /// The launches of one sm90v2 call on `plan` (its tile kind picks the entry points:
-    /// decode, narrow, medium, prefill, wide). [`Kernel::steps`] takes the plan
+    /// decode, narrow, thin, medium, prefill, wide). [`Kernel::steps`] takes the plan
     /// [`kernel::sm90v2::Plan::new`] picks; tests use it to run a given tile kind.
     pub fn sm90v2_steps(plan: &kernel::sm90v2::Plan) -> Vec<Step> {
         let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) = (plan.entries(), plan.bodies());

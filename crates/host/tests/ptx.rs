@@ -41,6 +41,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_medium",
             "nvfp4_gemm_sm90v2_narrow",
             "nvfp4_gemm_sm90v2_thin",
+            "nvfp4_gemm_sm90v2_thin_medium",
             "nvfp4_gemm_sm90v2_wide",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
@@ -50,6 +51,8 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_sm90v2_narrow_reduce",
             "nvfp4_sm90v2_prepare",
             "nvfp4_sm90v2_reduce",
+            "nvfp4_sm90v2_thin_medium_prepare",
+            "nvfp4_sm90v2_thin_medium_reduce",
             "nvfp4_sm90v2_thin_prepare",
             "nvfp4_sm90v2_thin_reduce",
             "nvfp4_sm90v2_wide_prepare",
@@ -163,7 +166,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         let body = &ptx[ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} entry"))..];
         &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)]
     };
-    use kernel::sm90v2::{Decode, Medium, Narrow, Prefill, Rows, Thin, Wide};
+    use kernel::sm90v2::{Decode, Medium, Narrow, Prefill, Rows, Thin, ThinMedium, Wide};
     // (entry, wgmma N, tile key)
     for (name, n, tile) in [
         ("nvfp4_gemm_sm90v2", 128, Prefill::TILE),
@@ -173,6 +176,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         // Thin tiles: one m64n128 wgmma for both 64-row halves, the two warpgroups on
         // alternate stages.
         ("nvfp4_gemm_sm90v2_thin", 128, Thin::TILE),
+        ("nvfp4_gemm_sm90v2_thin_medium", 64, ThinMedium::TILE),
         ("nvfp4_gemm_sm90v2_decode", 16, Decode::TILE),
         // Wide tiles: one m64n256 wgmma for both 128-row halves of the image.
         ("nvfp4_gemm_sm90v2_wide", 256, Wide::TILE),
@@ -194,6 +198,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", 4),
         ("nvfp4_sm90v2_narrow_prepare", "nvfp4_sm90v2_narrow_reduce", 4),
         ("nvfp4_sm90v2_thin_prepare", "nvfp4_sm90v2_thin_reduce", 4),
+        ("nvfp4_sm90v2_thin_medium_prepare", "nvfp4_sm90v2_thin_medium_reduce", 4),
         ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", 4),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", 16),
     ] {

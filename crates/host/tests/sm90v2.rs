@@ -100,15 +100,21 @@ fn split_k_tiles_match_the_reference_under_emulation() {
     check_tile(sm90v2::Prefill::TILE, "100x260x4096", Distribution::GpuMode);
 }
 
-/// M = 65..128 with short K runs on thin 128-row tiles of 64 weight rows, whose two
-/// warpgroups take alternate stages and add their sums in shared memory: 4 tiles of 7
-/// stages (4 for warpgroup 0, 3 for warpgroup 1), tails in M and N with L = 3 and one
-/// stage each, 18 stages through the 8-slot ring (on 8 SMs, where 5 tiles do not split);
-/// split K (above), W4A16 in fp16 and bf16 (65x77x128, 100x260x4096: below).
+/// Short K runs on thin tiles of 64 weight rows, whose two warpgroups take alternate stages
+/// and add their sums in shared memory, 128 rows at M = 65..128 and 64 at M = 17..64: 4
+/// tiles of 7 stages (4 for warpgroup 0, 3 for warpgroup 1), tails in M and N with L = 3
+/// and one stage each, 18 stages through the 8-slot ring (on 8 SMs, where 5 tiles do not
+/// split), split K over 8 (64-row tiles here, 128-row ones above); W4A16 in fp16 and bf16
+/// (65x77x128, 33x130x80x2, 100x260x4096: below).
 #[test]
 fn thin_tiles_match_the_reference_under_emulation() {
-    for shape in ["128x256x448", "100x300x128x3"] {
-        assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_thin", "{shape}");
+    for (shape, entry) in [
+        ("128x256x448", "nvfp4_gemm_sm90v2_thin"),
+        ("100x300x128x3", "nvfp4_gemm_sm90v2_thin"),
+        ("64x256x448", "nvfp4_gemm_sm90v2_thin_medium"),
+        ("40x300x128x3", "nvfp4_gemm_sm90v2_thin_medium"),
+    ] {
+        assert_eq!(gemm_entry(shape), entry, "{shape}");
         assert_eq!(splits(shape), 1, "{shape}");
         for dist in Distribution::ALL {
             check(shape, dist);
@@ -121,6 +127,17 @@ fn thin_tiles_match_the_reference_under_emulation() {
     let run = emulate::run_on(&p, Kernel::Sm90v2, 8).unwrap_or_else(|e| panic!("100x300x1152 on 8 SMs: {e}"));
     let c = compare(s, &run.c, &reference(&p));
     assert!(c.bit_exact && unwritten(&run.c) == 0, "100x300x1152 on 8 SMs: {c}");
+    assert_eq!(gemm_entry("40x260x4096"), "nvfp4_gemm_sm90v2_thin_medium");
+    assert_eq!(splits("40x260x4096"), 8);
+    check("40x260x4096", Distribution::GpuMode);
+    // Narrow tiles (taken at M = 17..64 only where thin ones would walk more than
+    // `SHORT_MAX_STAGES`, shapes too large to emulate in CI), forced here: whole and split.
+    let narrow = sm90v2::Narrow::TILE;
+    for (shape, want_splits) in [("64x256x448", 1), ("40x260x4096", 8)] {
+        assert_eq!(splits_on(narrow, shape), want_splits, "{shape}");
+        check_tile(narrow, shape, Distribution::GpuMode);
+    }
+    check_w4a16_on(Some(narrow), "33x130x80x2", false, 3, nvfp4::operand::AFormat::Bf16);
 }
 
 /// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points): one
@@ -299,19 +316,20 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
 /// The tile height follows M (`sm90v2::rows_for`): 16 rows up to M = 16, 64 up to 64, 128
 /// up to 128 (a 128x128 tile splits K as a 256x64 one does and converts each weight half
 /// as often), and above, 256 unless that pads M more than 128 would; except that every
-/// call in which no SM would walk more than `SHORT_MAX_STAGES` stages of them runs on
-/// narrow 64-row tiles (128 weight rows) at M = 17..64 and on thin 128-row tiles (64
-/// weight rows) at M = 65..128.
+/// call in which no SM would walk more than `SHORT_MAX_STAGES` stages of them runs on thin
+/// tiles (64 weight rows: 64 rows at M = 17..64, 128 at M = 65..128), and at M = 17..64
+/// every other call in which none would walk more than that many of narrow 64-row tiles
+/// (128 weight rows) on those.
 #[test]
 fn tile_heights_follow_m() {
     for (shape, want) in [
         ("1x7168x16384", "nvfp4_gemm_sm90v2_decode"),
         ("16x4096x7168", "nvfp4_gemm_sm90v2_decode"),
-        ("17x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28 stages
+        ("17x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28 stages (thin: 56)
         ("64x7168x16384", "nvfp4_gemm_sm90v2_medium"),
-        ("64x7168x2048", "nvfp4_gemm_sm90v2_narrow"), // 16 stages per CTA
-        ("64x4096x7168", "nvfp4_gemm_sm90v2_narrow"), // 28
-        ("65x7168x2048", "nvfp4_gemm_sm90v2_thin"),   // 32: the most thin tiles take
+        ("64x7168x2048", "nvfp4_gemm_sm90v2_thin_medium"), // 32 stages, no split
+        ("64x4096x7168", "nvfp4_gemm_sm90v2_narrow"),      // 28 (thin: 56)
+        ("65x7168x2048", "nvfp4_gemm_sm90v2_thin"),        // 32: the most thin tiles take
         ("128x7168x2048", "nvfp4_gemm_sm90v2_thin"),
         ("128x4096x4096", "nvfp4_gemm_sm90v2_thin"), // 64 tiles x 2 splits of 32 stages
         ("128x7168x4096", "nvfp4_gemm_sm90v2"),      // thin: 64
@@ -384,10 +402,9 @@ fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
 
 #[test]
 fn unsplit_shapes_need_no_reduce_launch() {
-    // 7 stages: too few to split, on narrow 64-row tiles, thin 128-row tiles and 128-row
-    // tiles.
+    // 7 stages: too few to split, on thin 64-row and 128-row tiles and 128-row tiles.
     for (shape, want) in [
-        ("64x256x448", ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow"]),
+        ("64x256x448", ["nvfp4_sm90v2_thin_medium_prepare", "nvfp4_gemm_sm90v2_thin_medium"]),
         ("128x256x448", ["nvfp4_sm90v2_thin_prepare", "nvfp4_gemm_sm90v2_thin"]),
         ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
     ] {

@@ -133,22 +133,27 @@
 //! pay: twice the tiles split K half as many ways, or not at all (128x7168x2048 makes 112,
 //! one wave without partials or a reduce launch). [`Plan::new`] takes them when no SM walks
 //! more than [`SHORT_MAX_STAGES`] (32; two waves of 32 count 64) stages:
-//! - *Narrow* ([`Narrow`], M = 17..64): 64 activation rows against 128 weight rows, each
-//!   warpgroup's 64 converted weight rows multiplied by both 32-row halves of the image
-//!   with one `wgmma m64n64k16`: twice the image bytes per MMA of a medium tile (64x7168x2048
-//!   16.9 against 18.2-18.5 us on an H100, docs/perf-notes.md, session 23).
-//! - *Thin* ([`Thin`], M = 65..128): 128 activation rows against 64 weight rows, which
-//!   both warpgroups convert, each for alternate stages (warpgroup c multiplies stages c,
-//!   c + 2, ... of its unit with one `wgmma m64n128k16` per k16 step, the image's two
-//!   64-row halves as its two accumulator blocks); at the end warpgroup 1 hands its sum
-//!   to warpgroup 0 through the idle ring ([`Rows::exchange`]), which writes the tile. The
-//!   same tiles as narrow ones at these M (session 23), but each weight converted once
-//!   instead of twice and half the k16 steps, each twice the MMA: on an H100 (session 24)
+//! - *Thin* ([`Thin`], M = 65..128; [`ThinMedium`], M = 17..64): 64 weight rows against
+//!   all the tile's activation rows (128, or 64), which both warpgroups convert, each for
+//!   alternate stages (warpgroup c multiplies stages c, c + 2, ... of its unit with one
+//!   `wgmma m64n128k16` per k16 step, the image's two 64-row halves as its two accumulator
+//!   blocks; `m64n64k16` and 32-row halves on 64-row tiles); at the end warpgroup 1 hands
+//!   its sum to warpgroup 0 through the idle ring ([`Rows::exchange`]), which writes the
+//!   tile. At M = 65..128 the same tiles as narrow ones (below; session 23), but each
+//!   weight converted once instead of twice and half the k16 steps, each twice the MMA: on
+//!   an H100 (session 24)
 //!   128x7168x2048 17.7-17.9 against 18.7 us on narrow tiles, 128x4096x4096 19.1 against
 //!   21.8-21.9 and 128x2048x7168 18.2-18.3 against 20.3 on 128-row ones. Each CTA reads
 //!   twice the image bytes per MMA of a 128-row tile, which loses where the CTAs walk
 //!   longer (128x4096x7168, 56 stages: 25.5-25.7 against 24.6-24.7; 128x7168x16384, 256:
-//!   69.7-70.7 against 61.6-61.8).
+//!   69.7-70.7 against 61.6-61.8). At M = 17..64 twice the tiles of narrow ones, so half
+//!   the splits or none: 64x7168x2048 15.3-15.7 against 17.1 us, 64x7168x1024 12.0-12.1
+//!   against 14.2-14.3.
+//! - *Narrow* ([`Narrow`], M = 17..64, where thin tiles walk too many stages): 64
+//!   activation rows against 128 weight rows, each warpgroup's 64 converted weight rows
+//!   multiplied by both 32-row halves of the image with one `wgmma m64n64k16`: twice the
+//!   image bytes per MMA of a medium tile (64x4096x7168, 28 stages where thin 64-row tiles
+//!   walk 56: 21.6 against 22.6 us on medium tiles, docs/perf-notes.md, session 23).
 //!
 //! **Wide tiles** (M > [`PREFILL_MAX_M`]). At prefill sizes the conversion is a third of
 //! a 128-row tile's time, and it is paid once per 128 rows of M. A wide tile has 256
@@ -222,7 +227,7 @@ const fn rows_of(tile: u32) -> u32 {
 /// warpgroups share the tile's 64 weight rows and take alternate stages (warpgroup c the
 /// stages c, c + 2, ... of the unit), their two sums added in shared memory at the end.
 const fn stage_step(tile: u32) -> u32 {
-    if tile == Thin::TILE { CONSUMERS } else { 1 }
+    if tile & THIN != 0 { CONSUMERS } else { 1 }
 }
 /// Consumer threads whose accumulators hold distinct elements of the tile's C (after the
 /// thin tiles' sum, warpgroup 0's).
@@ -234,7 +239,7 @@ const fn holders(tile: u32) -> u32 {
 /// [`Rows`]: the two blocks are the two halves of the activations against the same
 /// converted weights).
 const fn weight_blocks(tile: u32) -> u32 {
-    if tile == Wide::TILE || tile == Prefill::TILE || tile == Narrow::TILE || tile == Thin::TILE {
+    if tile == Wide::TILE || tile == Prefill::TILE || tile == Narrow::TILE || tile & THIN != 0 {
         1
     } else {
         BLOCKS as u32
@@ -259,10 +264,11 @@ const fn block_m_step(tile: u32) -> u32 {
 pub const fn block_n(tile: u32) -> u32 {
     CONSUMERS / stage_step(tile) * weight_blocks(tile) * WGMMA_M
 }
-/// Narrow tiles (M = 17..64) and thin tiles (M = 65..128) run a call where no SM walks more
-/// than this many stages of them (its waves of CTAs times a CTA's stages; see "Short K" in
-/// the header). On an H100 (docs/perf-notes.md, sessions 23-24), against the tiles M
-/// picks: narrow 64x7168x2048 (16 stages per CTA) 16.8 against 18.6 us, 64x4096x7168 (28)
+/// Thin tiles and, at M = 17..64, narrow tiles run a call where no SM walks more than this
+/// many stages of them (its waves of CTAs times a CTA's stages; see "Short K" in the
+/// header). On an H100 (docs/perf-notes.md, sessions 23-24), against the tiles M picks:
+/// thin 64x7168x2048 (32 stages per CTA) 15.3-15.7 against 17.1 us on narrow tiles; narrow
+/// 64x7168x2048 (16 stages per CTA) 16.8 against 18.6 on medium ones, 64x4096x7168 (28)
 /// 21.6 against 22.6, and where the CTAs walk longer 64x7168x16384 (128) 58.2 against
 /// 51.3; thin 128x7168x2048 (32, no split) 17.4-17.9 against 18.7-19.5 on narrow tiles,
 /// 128x4096x4096 (32) 19.1-19.3 against 21.8-22.0, 128x7168x4096 (64) 25.3-25.4 against
@@ -290,7 +296,7 @@ const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
 /// more (6 x 36.5 KiB), and decode tiles (two CTAs per SM) measured slower with 8 or 10
 /// (docs/perf-notes.md, session 22).
 pub const fn ring_slots(tile: u32) -> u32 {
-    if tile == Prefill::TILE || tile == Thin::TILE { 8 } else { 6 }
+    if tile == Prefill::TILE || tile & THIN != 0 { 8 } else { 6 }
 }
 /// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
 /// copies landed, after issuing this many later stages (one commit group per stage): the
@@ -307,7 +313,7 @@ pub const fn ring_slots(tile: u32) -> u32 {
 /// 11 and 22.)
 pub const fn producer_lag(tile: u32) -> u32 {
     match tile {
-        Prefill::TILE | Thin::TILE => 4,
+        Prefill::TILE | Thin::TILE | ThinMedium::TILE => 4,
         Medium::TILE => 3,
         _ => 2,
     }
@@ -323,7 +329,8 @@ pub const fn launch_regs(tile: u32) -> u32 {
     REGISTERS_PER_SM / (ctas_per_sm(tile) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
 /// The five tile kinds' keys (see [`Rows`]): prefill, wide, medium, narrow, decode.
-pub const TILES: [u32; 6] = [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Thin::TILE, Decode::TILE];
+pub const TILES: [u32; 7] =
+    [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Thin::TILE, ThinMedium::TILE, Decode::TILE];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
 pub const PRODUCER_REGS: u32 = 40;
 /// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
@@ -763,6 +770,14 @@ tile_rows!(
     both blocks: mma_async_rs_m64n128, mma_async_rs_bf16_m64n128
 );
 tile_rows!(
+    /// Thin 64-row tiles, for M from 17 to 64 where K is short (see [`Plan::new`]): 64
+    /// weight rows, which both warpgroups convert, each for alternate stages, multiplied
+    /// by both 32-row halves of the activations at once (one `wgmma m64n64k16` per k16
+    /// step, see [`Rows::mma_blocks`]).
+    ThinMedium, 64 | THIN, 16, 4, mma_async_rs_m64n32, mma_async_rs_bf16_m64n32,
+    both blocks: mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
+);
+tile_rows!(
     /// 16-row tiles, for M up to 16.
     Decode, 16, 8, 2, mma_async_rs_m64n16, mma_async_rs_bf16_m64n16
 );
@@ -870,21 +885,22 @@ pub struct Plan {
 
 impl Plan {
     /// The call's plan: on the tile height [`rows_for`] picks, or where K is short (no SM
-    /// walks more than [`SHORT_MAX_STAGES`] stages of them) on thin 128-row tiles ([`Thin`])
-    /// at M = 65..128 and on narrow 64-row tiles ([`Narrow`]) at M = 17..64. (At M =
-    /// 65..128 the two make the same tiles, thin ones converting each weight once.)
+    /// walks more than [`SHORT_MAX_STAGES`] stages of them) on thin tiles ([`Thin`] at M =
+    /// 65..128, [`ThinMedium`] at M = 17..64), else at M = 17..64 on narrow ones
+    /// ([`Narrow`]) under the same bound. (At M = 65..128 narrow tiles would make the same
+    /// tiles as thin ones and convert each weight twice.)
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
         let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
         if m <= DECODE_MAX_M || m > PREFILL_MAX_M {
             return by_m;
         }
-        let short_k = Plan::on(if m > MEDIUM_MAX_M { Thin::TILE } else { Narrow::TILE }, m, n, k, l, sms);
+        let thin = Plan::on(if m > MEDIUM_MAX_M { Thin::TILE } else { ThinMedium::TILE }, m, n, k, l, sms);
         // A thin unit needs a stage for each warpgroup (a split has at least 4).
-        if short_k.busiest_sm_stages() <= SHORT_MAX_STAGES && k_stages(k) >= stage_step(short_k.tile) {
-            short_k
-        } else {
-            by_m
+        if thin.busiest_sm_stages() <= SHORT_MAX_STAGES && k_stages(k) >= stage_step(thin.tile) {
+            return thin;
         }
+        let narrow = Plan::on(Narrow::TILE, m, n, k, l, sms);
+        if m <= MEDIUM_MAX_M && narrow.busiest_sm_stages() <= SHORT_MAX_STAGES { narrow } else { by_m }
     }
 
     /// Stages the busiest SM walks: its waves of CTAs times a CTA's stages (a whole
@@ -986,6 +1002,7 @@ impl Plan {
             Medium::TILE => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
             Narrow::TILE => [prepare::<Narrow>, gemm::<Narrow>, reduce::<Narrow>],
             Thin::TILE => [prepare::<Thin>, gemm::<Thin>, reduce::<Thin>],
+            ThinMedium::TILE => [prepare::<ThinMedium>, gemm::<ThinMedium>, reduce::<ThinMedium>],
             Wide::TILE => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
             _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
         }
@@ -1907,6 +1924,9 @@ pub const fn entries_of(tile: u32) -> [&'static str; 3] {
         Medium::TILE => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
         Narrow::TILE => ["nvfp4_sm90v2_narrow_prepare", "nvfp4_gemm_sm90v2_narrow", "nvfp4_sm90v2_narrow_reduce"],
         Thin::TILE => ["nvfp4_sm90v2_thin_prepare", "nvfp4_gemm_sm90v2_thin", "nvfp4_sm90v2_thin_reduce"],
+        ThinMedium::TILE => {
+            ["nvfp4_sm90v2_thin_medium_prepare", "nvfp4_gemm_sm90v2_thin_medium", "nvfp4_sm90v2_thin_medium_reduce"]
+        }
         Wide::TILE => ["nvfp4_sm90v2_wide_prepare", "nvfp4_gemm_sm90v2_wide", "nvfp4_sm90v2_wide_reduce"],
         _ => ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2", "nvfp4_sm90v2_reduce"],
     }
@@ -1928,6 +1948,9 @@ gemm_entry_point!(nvfp4_sm90v2_narrow_reduce => reduce::<Narrow>);
 gemm_entry_point!(nvfp4_sm90v2_thin_prepare => prepare::<Thin>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_thin => gemm::<Thin>);
 gemm_entry_point!(nvfp4_sm90v2_thin_reduce => reduce::<Thin>);
+gemm_entry_point!(nvfp4_sm90v2_thin_medium_prepare => prepare::<ThinMedium>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium => gemm::<ThinMedium>);
+gemm_entry_point!(nvfp4_sm90v2_thin_medium_reduce => reduce::<ThinMedium>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide>);
 gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);
