@@ -141,12 +141,11 @@
 //!   its sum to warpgroup 0 through the idle ring ([`Rows::exchange`]), which writes the
 //!   tile. At M = 65..128 the same tiles as narrow ones (below; session 23), but each
 //!   weight converted once instead of twice and half the k16 steps, each twice the MMA: on
-//!   an H100 (session 24)
-//!   128x7168x2048 17.7-17.9 against 18.7 us on narrow tiles, 128x4096x4096 19.1 against
-//!   21.8-21.9 and 128x2048x7168 18.2-18.3 against 20.3 on 128-row ones. Each CTA reads
-//!   twice the image bytes per MMA of a 128-row tile, which loses where the CTAs walk
-//!   longer (128x4096x7168, 56 stages: 25.5-25.7 against 24.6-24.7; 128x7168x16384, 256:
-//!   69.7-70.7 against 61.6-61.8). At M = 17..64 twice the tiles of narrow ones, so half
+//!   an H100 (session 24) 128x7168x2048 17.7-17.9 against 18.7 us on narrow tiles,
+//!   128x4096x4096 19.1 against 21.8-21.9 and 128x2048x7168 18.2-18.3 against 20.3 on
+//!   128-row ones. Each CTA reads twice the image bytes per MMA of a 128-row tile, which
+//!   loses where the CTAs walk longer (128x4096x7168, 56 stages: 25.5-25.7 against
+//!   24.6-24.7; 128x7168x16384, 256: 69.7-70.7 against 61.6-61.8). At M = 17..64 twice the tiles of narrow ones, so half
 //!   the splits or none: 64x7168x2048 15.3-15.7 against 17.1 us, 64x7168x1024 12.0-12.1
 //!   against 14.2-14.3.
 //! - *Narrow* ([`Narrow`], M = 17..64, where thin tiles walk too many stages): 64
@@ -216,7 +215,8 @@ const CONSUMERS: u32 = 2;
 const BLOCKS: usize = 2;
 /// The flag that tells the narrow 64-row tiles' key ([`Rows::TILE`]) from the medium ones'.
 pub const NARROW: u32 = 1 << 16;
-/// The flag that tells the thin 128-row tiles' key from the prefill ones'.
+/// The flag of the thin tiles' keys (64 weight rows, the warpgroups on alternate stages):
+/// 128 | `THIN` ([`Thin`]) and 64 | `THIN` ([`ThinMedium`]).
 pub const THIN: u32 = 1 << 17;
 /// The activation rows of tile key `tile`.
 const fn rows_of(tile: u32) -> u32 {
@@ -474,7 +474,7 @@ const _: () = {
         assert!(weight_chunks(tile).is_multiple_of(PRODUCER_THREADS) && scale_chunks(tile) <= PRODUCER_THREADS);
         assert!(
             block_n(tile).is_multiple_of(layout::TILE_ROWS) || layout::TILE_ROWS.is_multiple_of(block_n(tile)),
-            "whole scale tiles per stage, or whole tiles' worth of tiles"
+            "whole scale tiles per stage, or a whole fraction of one (thin tiles: rows n0 % 128..)"
         );
         assert!(full_offset(tile).is_multiple_of(8), "mbarriers are 8-byte aligned");
         assert!(smem_bytes(tile) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
@@ -582,9 +582,10 @@ pub trait Rows: Copy {
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
     /// reduce thread reads).
     fn store_partial(partial: u64, b: u32, ctid: u32, live_rows: u32, acc: &Self::Acc);
-    /// Thin tiles' sum of the two warpgroups' accumulators at `summed`: the warpgroup that
-    /// `gives` stores its quads there, the other, after the caller's barrier, adds them to
-    /// its own (warpgroup 0's even stages plus warpgroup 1's odd ones, in that order).
+    /// Thin tiles' sum of the two warpgroups' accumulators through `summed` (called by both
+    /// once neither reads the ring any more): the warpgroup that `gives` stores its quads
+    /// there; after a barrier of both, the other adds them to its own in the same fragment
+    /// positions (warpgroup 0's even stages plus warpgroup 1's odd ones, in that order).
     fn exchange(summed: SmemAddr, thread: u32, gives: bool, acc: &mut [Self::Acc; BLOCKS]);
 }
 
