@@ -131,9 +131,11 @@ fn thin_tiles_match_the_reference_under_emulation() {
     assert_eq!(splits("40x260x4096"), 8);
     check("40x260x4096", Distribution::GpuMode);
     // Narrow tiles (taken at M = 17..64 only where thin ones would walk more than
-    // `SHORT_MAX_STAGES`, shapes too large to emulate in CI), forced here: whole and split.
+    // `SHORT_MAX_STAGES`, shapes too large to emulate in CI), forced here: whole, split,
+    // and split with the ring wrapping.
     let narrow = sm90v2::Narrow::TILE;
-    for (shape, want_splits) in [("64x256x448", 1), ("40x260x4096", 8)] {
+    // (40x100x4608: one tile in 8 splits of 9 stages, through the 8-slot ring.)
+    for (shape, want_splits) in [("64x256x448", 1), ("40x260x4096", 8), ("40x100x4608", 8)] {
         assert_eq!(splits_on(narrow, shape), want_splits, "{shape}");
         check_tile(narrow, shape, Distribution::GpuMode);
     }

@@ -292,11 +292,12 @@ const STEPS: u32 = BLOCK_K / WGMMA_K;
 /// does not read is fetched too, 76 MB from DRAM instead of 68 at M = 1).
 const WEIGHT_L2_PREFETCH: rows::L2Prefetch = rows::L2Prefetch::Line;
 /// Ring slots of tiles of key `tile`: the stages (activation image, raw weights and scales)
-/// in flight. Eight on 128-row tiles, six on the others: wide tiles have no room for
-/// more (6 x 36.5 KiB), and decode tiles (two CTAs per SM) measured slower with 8 or 10
-/// (docs/perf-notes.md, session 22).
+/// in flight. Eight on 128-row, thin and narrow tiles, six on the others: wide tiles have
+/// no room for more (6 x 36.5 KiB), decode tiles (two CTAs per SM) measured slower with 8
+/// or 10 (docs/perf-notes.md, session 22), and medium tiles only level (their lag of 3 took
+/// what there was).
 pub const fn ring_slots(tile: u32) -> u32 {
-    if tile == Prefill::TILE || tile & THIN != 0 { 8 } else { 6 }
+    if tile == Prefill::TILE || tile == Narrow::TILE || tile & THIN != 0 { 8 } else { 6 }
 }
 /// A producer thread announces a stage on `full` once `cp.async.wait_group` proved its
 /// copies landed, after issuing this many later stages (one commit group per stage): the
@@ -307,13 +308,15 @@ pub const fn ring_slots(tile: u32) -> u32 {
 /// 61.6-62.0 us and 128x7168x8192 from 40.7 to 38.5 (the short-K shapes within 0.3); medium
 /// 64-row tiles with a lag of 3 took 0.7-1.2 us off every long-K shape (64x7168x16384 51.3 to
 /// 50.5, 17x7168x16384 50.3 to 49.1) and left the short ones as they were; decode tiles
-/// lost 0.1-1.4 us with 3 or 4. (Arriving through `cp.async.mbarrier.arrive.noinc`, which
+/// lost 0.1-1.4 us with 3 or 4. Narrow tiles with 8 slots and a lag of 4 (session 24),
+/// where thin tiles would walk more stages: 64x4096x7168 21.8-21.9 to 20.8, 32x4096x7168
+/// 21.2 to 20.0-20.1, 64x7168x4096 22.8-22.9 to 21.7-21.9. (Arriving through `cp.async.mbarrier.arrive.noinc`, which
 /// fires once the copies land, needs no wait at all; it measured no faster than these lags,
 /// and compute-sanitizer's racecheck reported hazards on it, docs/perf-notes.md, sessions
 /// 11 and 22.)
 pub const fn producer_lag(tile: u32) -> u32 {
     match tile {
-        Prefill::TILE | Thin::TILE | ThinMedium::TILE => 4,
+        Prefill::TILE | Narrow::TILE | Thin::TILE | ThinMedium::TILE => 4,
         Medium::TILE => 3,
         _ => 2,
     }
