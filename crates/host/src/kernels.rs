@@ -276,10 +276,10 @@ impl Kernel {
                 .flat_map(|&tile| Kernel::sm90v2_steps(&kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms)))
                 .collect();
         }
-        // The other kernels: a few shapes of every size class.
-        [1, 64, 128, 256]
+        // The other kernels (one entry point each): a shape of every size class.
+        [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M]
             .into_iter()
-            .map(|m| Shape::new(m, 1, 8 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
+            .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
             .flat_map(|shape| self.steps(shape, sms))
             .collect()
     }

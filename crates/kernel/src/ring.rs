@@ -32,4 +32,12 @@ impl RingPos {
             self.phase ^= 1;
         }
     }
+
+    /// `n` slots on (a compile-time constant once inlined: the loop unrolls).
+    #[inline(always)]
+    pub fn advance_by(&mut self, n: u32) {
+        for _ in 0..n {
+            self.advance();
+        }
+    }
 }

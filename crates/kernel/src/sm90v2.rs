@@ -530,13 +530,14 @@ impl Smem {
 }
 
 // ---------------------------------------------------------------------------------------
-// Five tile kinds: wide (256 activation rows), prefill (128), medium and narrow (64), decode (16)
+// Seven tile kinds: wide (256 activation rows), prefill and thin (128), medium, narrow and
+// thin medium (64), decode (16)
 // ---------------------------------------------------------------------------------------
 
 /// The activation rows of a tile ([`Plan::new`] picks one kind per call): 256, 128, 64 or
-/// 16. The wgmma N is 128 on wide and prefill tiles, 32 on narrow ones, else the tile's
-/// rows. At decode sizes
-/// (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile keeps the
+/// 16. The wgmma N of an accumulator block is half the tile's rows on wide, prefill,
+/// narrow and thin tiles (one wgmma covers both blocks), else the tile's rows. At decode
+/// sizes (M = 1..16) 128-row tiles would multiply mostly zero rows: the 16-row tile keeps the
 /// same weight stream and conversion and does 1/8 of the MMA work, on 1/8 of the
 /// activation bytes and accumulators; the 64-row tile does half. The wide tile halves the
 /// weight rows instead and multiplies each warpgroup's converted fragments twice.
@@ -544,7 +545,8 @@ pub trait Rows: Copy {
     /// Activation rows per tile.
     const ROWS: u32;
     /// The tile's key, which every size function of this file takes: its activation rows,
-    /// plus [`NARROW`] for the narrow 64-row tiles (128 weight rows instead of 256).
+    /// plus [`NARROW`] for the narrow 64-row tiles (128 weight rows instead of 256) or
+    /// [`THIN`] for the thin ones (64 weight rows, the warpgroups on alternate stages).
     const TILE: u32 = Self::ROWS;
     /// One m64 block's fp32 accumulators per thread: 64 x ROWS / 128.
     type Acc: Copy;
@@ -759,9 +761,10 @@ tile_rows!(
     Medium, 64, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
 );
 tile_rows!(
-    /// Narrow 64-row tiles, for M from 17 to 128 where K is short (see [`Plan::new`]): 128
-    /// weight rows, each warpgroup's 64 multiplied by both 32-row halves of the activations
-    /// at once (one `wgmma m64n64k16` per k16 step, see [`Rows::mma_blocks`]).
+    /// Narrow 64-row tiles, for M from 17 to 64 where K is short but thin tiles would walk
+    /// too many stages (see [`Plan::new`]): 128 weight rows, each warpgroup's 64 multiplied
+    /// by both 32-row halves of the activations at once (one `wgmma m64n64k16` per k16
+    /// step, see [`Rows::mma_blocks`]).
     Narrow, 64 | NARROW, 16, 4, mma_async_rs_m64n32, mma_async_rs_bf16_m64n32,
     both blocks: mma_async_rs_m64n64, mma_async_rs_bf16_m64n64
 );
@@ -1527,9 +1530,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let ctid = c * WARPGROUP + thread;
     // The stage's slot and lap, and its raw words and fp16x2 scales.
     let mut ring = RingPos::start(ring_slots(R::TILE));
-    for _ in 0..c % step {
-        ring.advance();
-    }
+    ring.advance_by(c % step);
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::TILE);
     let mut raw = own.read(smem, ring.slot, t);
@@ -1605,9 +1606,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     // re-read of this one, whose slot is not refilled any more), while
                     // this step's MMA runs: not a wgmma operand.
                     let mut next = ring;
-                    for _ in 0..step {
-                        next.advance();
-                    }
+                    next.advance_by(step);
                     let next = if kb + step < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
                     raw = own.read(smem, next.slot, t);
@@ -1628,9 +1627,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     }
                 }
             }});
-            for _ in 0..step {
-                ring.advance();
-            }
+            ring.advance_by(step);
             kb += step;
             if kb >= end {
                 break 'stages;
