@@ -197,7 +197,8 @@ fn assemble(ptxas: &Path, target: &Target, ptx: &Path, out: &Path) -> String {
     report
 }
 
-/// Writes the launch bounds the kernel crate declares ([`kernel::sm90v2::LAUNCH_BOUNDS`])
+/// Writes the launch bounds the kernel crate declares ([`kernel::sm90v2::LAUNCH_BOUNDS`],
+/// [`kernel::gemv::LAUNCH_BOUNDS`])
 /// into the PTX, between an entry's parameter list and its body: Rust has no attribute
 /// for PTX's performance-tuning directives. `.maxntid` and `.maxnreg` fix the registers
 /// each thread starts with, which `setmaxnreg` then moves between warpgroups.
@@ -206,7 +207,8 @@ fn launch_bounds(ptx: &str) -> String {
     let mut pending = None;
     for line in ptx.lines() {
         if let Some(name) = line.strip_prefix(".visible .entry ").and_then(|l| l.strip_suffix('(')) {
-            pending = kernel::sm90v2::LAUNCH_BOUNDS.iter().find(|b| b.0 == name);
+            let every = kernel::sm90v2::LAUNCH_BOUNDS.iter().chain([&kernel::gemv::LAUNCH_BOUNDS]);
+            pending = every.into_iter().find(|b| b.0 == name);
         }
         if line == "{"
             && let Some((_, threads, ctas, regs)) = pending.take()

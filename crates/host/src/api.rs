@@ -179,7 +179,7 @@ impl Gemms {
         let sms = self.info.multiprocessors;
         let args = kernel_args(self.kernel, ops, shape, epilogue, workspace, sms)?;
         self.ctx.bind_to_thread().context("making the GPU's context current")?;
-        for step in self.kernel.steps(shape, sms) {
+        for step in self.kernel.steps(shape, sms, ops.a_format) {
             let function = &self.functions.iter().find(|f| f.0 == step.entry).expect("loaded in `load`").1;
             // SAFETY: the caller vouches for the addresses and the stream; the parameters
             // are the entry point's, in its order.

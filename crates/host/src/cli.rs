@@ -321,7 +321,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             speed: None,
             instructions: Some(run.stats.instructions.clone()),
             emulation_seconds: Some(run.wall.as_secs_f64()),
-            ..base_report(shape, kernel, kernel.emulated_sms())
+            ..base_report(shape, kernel, kernel.emulated_sms(), problem.a_format)
         };
         (report, run.c)
     } else {
@@ -355,7 +355,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             verification,
             timing,
             speed,
-            ..base_report(shape, kernel, gpu.info.multiprocessors)
+            ..base_report(shape, kernel, gpu.info.multiprocessors, problem.a_format)
         };
         (report, c)
     };
@@ -380,8 +380,8 @@ fn run(args: &RunArgs) -> Result<i32> {
     })
 }
 
-/// The report's fields every run has, for `kernel` on a GPU with `sms` SMs.
-fn base_report(shape: Shape, kernel: Kernel, sms: u32) -> RunReport {
+/// The report's fields every run has, for `kernel` on a GPU with `sms` SMs and A in `format`.
+fn base_report(shape: Shape, kernel: Kernel, sms: u32, format: nvfp4::operand::AFormat) -> RunReport {
     RunReport {
         device: None,
         emulated: false,
@@ -392,7 +392,7 @@ fn base_report(shape: Shape, kernel: Kernel, sms: u32) -> RunReport {
         l: shape.l,
         inputs: String::new(),
         kernel,
-        launch: launch_text(kernel, shape, sms),
+        launch: launch_text(kernel, shape, sms, format),
         gflop: shape.flops() / 1e9,
         bytes_read: shape.bytes_read(),
         verification: None,
@@ -403,10 +403,12 @@ fn base_report(shape: Shape, kernel: Kernel, sms: u32) -> RunReport {
     }
 }
 
-fn launch_text(kernel: Kernel, shape: Shape, sms: u32) -> String {
-    let l = kernel.launch(shape, sms);
+fn launch_text(kernel: Kernel, shape: Shape, sms: u32, format: nvfp4::operand::AFormat) -> String {
+    let step = kernel.main_step(shape, sms, format);
+    let l = step.launch;
     format!(
-        "grid {}x{}x{} for {sms} SMs, {} threads per CTA, {} KiB shared memory",
+        "{}: grid {}x{}x{} for {sms} SMs, {} threads per CTA, {} KiB shared memory",
+        step.entry,
         l.grid[0],
         l.grid[1],
         l.grid[2],
@@ -498,18 +500,19 @@ pub const CORRECTNESS_SHAPES: [&str; 10] = [
 ];
 
 /// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
-/// (33x520x4096: sm90v2's thin 64-row tiles with split K.)
-pub const ODD_SHAPES: [&str; 6] =
-    ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2", "33x520x4096"];
+/// (33x520x4096: sm90v2's thin 64-row tiles with split K; 4x1000x2080x2: its GEMV with
+/// a last warp load of one lane per row.)
+pub const ODD_SHAPES: [&str; 7] =
+    ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2", "33x520x4096", "4x1000x2080x2"];
 
 /// The first shapes of a selftest list that also run the [`epilogue_variants`] (and every
 /// odd shape does).
 const EPILOGUE_SHAPES: usize = 3;
 
 /// Small shapes the emulator runs in seconds (correctness shapes scaled down, plus the
-/// odd ones).
-pub const EMULATOR_SHAPES: [&str; 6] =
-    ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2"];
+/// odd ones; 3x96x1056 is sm90v2's GEMV with a last warp load of one lane).
+pub const EMULATOR_SHAPES: [&str; 7] =
+    ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2", "3x96x1056"];
 
 /// The epilogues every kernel is checked with besides the identity: bf16 with alpha and a
 /// bias, fp16 with a negative alpha read from GPU memory, and bf16 alone.

@@ -30,7 +30,7 @@ pub fn run(problem: &Problem, kernel: Kernel) -> Result<EmulatedRun> {
 /// [`run`] as on a GPU with `sms` SMs: the work decomposition a GPU run of that size
 /// uses, so that the two can be compared bit for bit.
 pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun> {
-    run_kernel_steps(problem, sms, &kernel.steps(problem.shape, sms))
+    run_kernel_steps(problem, sms, &kernel.steps(problem.shape, sms, problem.a_format))
 }
 
 /// [`run`] of `sm90v2` on its tile kind of key `tile` (`kernel::sm90v2::TILES`) rather than

@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 and 64x64 with m64n128 and m64n64 (the two warpgroups on alternate stages) for M = 17..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 and 64x64 with m64n128 and m64n64 (the two warpgroups on alternate stages) for M = 17..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K; M <= 4 with NVFP4 A: one CUDA-core GEMV launch (dp4a on doubled e2m1 codes)"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -228,12 +228,18 @@ impl Kernel {
         }
     }
 
-    /// The launches of one GEMM call on `sms` SMs, in stream order: the main launch; for
-    /// `sm90v2` preceded by the prologue that dequantizes the activations into the
-    /// workspace and, when it splits K, followed by the sum of the partials.
-    pub fn steps(self, shape: Shape, sms: u32) -> Vec<Step> {
+    /// The launches of one GEMM call on `sms` SMs with A in `format`, in stream order: the
+    /// main launch; for `sm90v2` preceded by the prologue that dequantizes the activations
+    /// into the workspace and, when it splits K, followed by the sum of the partials; or,
+    /// for `sm90v2` at decode sizes with NVFP4 activations ([`kernel::gemv::takes`]), the
+    /// CUDA-core GEMV alone.
+    pub fn steps(self, shape: Shape, sms: u32, format: nvfp4::operand::AFormat) -> Vec<Step> {
+        let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
         match self {
-            Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(shape.m, shape.n, shape.k, shape.l, sms)),
+            Kernel::Sm90v2 if format == nvfp4::operand::AFormat::Nvfp4 && kernel::gemv::takes(m, n, k, l) => {
+                vec![Kernel::gemv_step(shape, sms)]
+            }
+            Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(m, n, k, l, sms)),
             _ => vec![Step {
                 entry: self.ptx().1,
                 launch: self.launch(shape, sms),
@@ -241,6 +247,21 @@ impl Kernel {
                 programmatic: false,
             }],
         }
+    }
+
+    /// The main launch of a call (the GEMM's, not the prologue's or the reduce's): what
+    /// `host` prints as the call's launch.
+    pub fn main_step(self, shape: Shape, sms: u32, format: nvfp4::operand::AFormat) -> Step {
+        let steps = self.steps(shape, sms, format);
+        // sm90v2's wgmma calls start with the prologue; every other call is one launch.
+        if steps.len() > 1 { steps[1] } else { steps[0] }
+    }
+
+    /// The CUDA-core GEMV's one launch ([`kernel::gemv`]): sm90v2's decode calls with
+    /// NVFP4 activations.
+    pub fn gemv_step(shape: Shape, sms: u32) -> Step {
+        let launch = kernel::gemv::launch(shape.m, shape.n, shape.k, shape.l, sms);
+        Step { entry: kernel::gemv::ENTRY, launch, body: kernel::gemv::gemv, programmatic: false }
     }
 
     /// The launches of one sm90v2 call on `plan` (its tile kind picks the entry points:
@@ -270,17 +291,21 @@ impl Kernel {
         if self == Kernel::Sm90v2 {
             // Every tile kind on a one-tile shape of 8 stages, which splits K (and so
             // launches the reduce too) wherever there is more than one SM.
+            // And the GEMV, with the most shared memory it takes.
             let k = 8 * nvfp4::shape::K_GRANULE;
+            let gemv = Kernel::gemv_step(Shape::new(1, 1, k, 1).expect("a valid shape"), sms);
+            let gemv = Step { launch: Launch { dynamic_smem: kernel::gemv::SMEM_LIMIT, ..gemv.launch }, ..gemv };
             return kernel::sm90v2::TILES
                 .iter()
                 .flat_map(|&tile| Kernel::sm90v2_steps(&kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms)))
+                .chain([gemv])
                 .collect();
         }
         // The other kernels (one entry point each): a shape of every size class.
         [1, kernel::sm90v2::MEDIUM_MAX_M, kernel::sm90v2::PREFILL_MAX_M, 2 * kernel::sm90v2::PREFILL_MAX_M]
             .into_iter()
             .map(|m| Shape::new(m, 1, 64 * nvfp4::shape::K_GRANULE, 1).expect("a valid shape"))
-            .flat_map(|shape| self.steps(shape, sms))
+            .flat_map(|shape| self.steps(shape, sms, nvfp4::operand::AFormat::Nvfp4))
             .collect()
     }
 
@@ -418,9 +443,9 @@ mod tests {
             let ptx = crate::embedded::target(target).expect("embedded target").ptx;
             let steps = k.every_step(H100_SXM_SMS);
             let names = ptx.lines().filter_map(|l| l.split(".entry ").nth(1)).map(|n| n.trim_end_matches('(').trim());
-            // sm90v2's entries: a prologue, GEMM and reduce per tile height.
-            let ours: Vec<&str> =
-                names.filter(|n| *n == main || (k == Kernel::Sm90v2 && n.contains("sm90v2"))).collect();
+            // sm90v2's entries: a prologue, GEMM and reduce per tile height, and the GEMV.
+            let sm90v2 = |n: &str| n.contains("sm90v2") || n == kernel::gemv::ENTRY;
+            let ours: Vec<&str> = names.filter(|n| *n == main || (k == Kernel::Sm90v2 && sm90v2(n))).collect();
             assert!(!ours.is_empty(), "{k}: no entry point found in {target}");
             for name in ours {
                 assert!(steps.iter().any(|s| s.entry == name), "{k}: `{name}` is not among every_step's launches");
@@ -436,16 +461,30 @@ mod tests {
         {
             let (target, entry) = k.ptx();
             let ptx = crate::embedded::target(target).expect("embedded target");
-            for step in k.steps(shape, k.emulated_sms()) {
-                assert!(ptx.ptx.contains(&format!(".entry {}", step.entry)), "{} missing from {target}", step.entry);
+            for format in [nvfp4::operand::AFormat::Nvfp4, nvfp4::operand::AFormat::F16] {
+                if !k.takes(format) {
+                    continue;
+                }
+                for step in k.steps(shape, k.emulated_sms(), format) {
+                    assert!(
+                        ptx.ptx.contains(&format!(".entry {}", step.entry)),
+                        "{} missing from {target}",
+                        step.entry
+                    );
+                    let launch = step.launch;
+                    assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
+                    assert!(launch.dynamic_smem <= k.dynamic_smem());
+                }
+                // sm90v2 has its own entry points for M <= 16 (decode tiles, or the GEMV
+                // with NVFP4 activations).
+                let (m, n, kk, l, sms) = (shape.m, shape.n, shape.k, shape.l, k.emulated_sms());
+                let main = match k {
+                    Kernel::Sm90v2 if m == 1 && format == nvfp4::operand::AFormat::Nvfp4 => kernel::gemv::ENTRY,
+                    Kernel::Sm90v2 => kernel::sm90v2::entries(m, n, kk, l, sms)[1],
+                    _ => entry,
+                };
+                assert_eq!(k.main_step(shape, sms, format).entry, main, "{k} {shape} {format:?}");
             }
-            // sm90v2 has its own entry points for M <= 16 (decode tiles).
-            let (m, n, kk, l, sms) = (shape.m, shape.n, shape.k, shape.l, k.emulated_sms());
-            let main = if k == Kernel::Sm90v2 { kernel::sm90v2::entries(m, n, kk, l, sms)[1] } else { entry };
-            assert!(k.steps(shape, k.emulated_sms()).iter().any(|s| s.entry == main), "{k} {shape}");
-            let launch = k.launch(shape, k.emulated_sms());
-            assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
-            assert!(launch.dynamic_smem <= k.dynamic_smem());
         }
     }
 }

@@ -43,6 +43,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_thin",
             "nvfp4_gemm_sm90v2_thin_medium",
             "nvfp4_gemm_sm90v2_wide",
+            "nvfp4_gemv_sm90",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
             "nvfp4_sm90v2_medium_prepare",
@@ -156,6 +157,20 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
     ] {
         assert!(ptx.contains(instruction), "sm90 PTX lacks `{instruction}`");
     }
+}
+
+/// sm90v2's GEMV multiplies with `dp4a` on bytes that `prmt` looks up: one body per M =
+/// 1..4, each with two copies of a 6-slot batch unrolled (the two load buffers taking
+/// turns), 8 `dp4a` per slot and activation row; no tensor core, no asynchronous copy.
+#[test]
+fn the_gemv_uses_byte_dot_products() {
+    let ptx = target("sm90a").unwrap().ptx;
+    let body = &ptx[ptx.find(".entry nvfp4_gemv_sm90(").expect("the GEMV entry")..];
+    let body = &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)];
+    let count = |op: &str| body.matches(op).count();
+    assert_eq!(count("dp4a.s32.s32"), 2 * 6 * 8 * (1 + 2 + 3 + 4));
+    assert!(count("prmt.b32") >= 4 * 2 * 6 * 8, "two lookups per word of codes");
+    assert_eq!(count("wgmma") + count("cp.async") + count("mbarrier"), 0);
 }
 
 #[test]
@@ -332,10 +347,10 @@ fn ptxas_assembles_every_kernel_without_spills() {
     not(ptxas_found),
     ignore = "ptxas was not found at build time: pip install nvidia-cuda-nvcc==13.0.88 (CI sets NVFP4_REQUIRE_PTXAS=1)"
 )]
-fn sm90v2_gemm_entries_carry_their_launch_bounds() {
+fn sm90v2_gemm_entries_and_the_gemv_carry_their_launch_bounds() {
     let t = TARGETS.iter().find(|t| t.name == "sm90a").expect("the sm90a target");
     let report = t.ptxas_report.expect("a ptxas report");
-    for (entry, threads, ctas, regs) in kernel::sm90v2::LAUNCH_BOUNDS {
+    for (entry, threads, ctas, regs) in kernel::sm90v2::LAUNCH_BOUNDS.into_iter().chain([kernel::gemv::LAUNCH_BOUNDS]) {
         let body =
             t.ptx.split(&format!(".visible .entry {entry}(")).nth(1).unwrap_or_else(|| panic!("no entry {entry}"));
         let head = &body[..body.find('{').expect("a body")];

@@ -142,16 +142,17 @@ fn thin_tiles_match_the_reference_under_emulation() {
     check_w4a16_on(Some(narrow), "33x130x80x2", false, 3, nvfp4::operand::AFormat::Bf16);
 }
 
-/// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points): one
-/// row, a full 16 with N tails and L = 2, split K over 16 splits (rings that wrap inside a
-/// split) and over 4, W4A16 and an epilogue variant on decode tiles too.
+/// M up to 16 runs on 16-row tiles (`wgmma m64n16`, its own three entry points; at M <=
+/// 4 with NVFP4 activations the GEMV runs instead, so those are forced): one row, a full
+/// 16 with N tails and L = 2, split K over 16 splits (rings that wrap inside a split) and
+/// over 4, W4A16 and an epilogue variant on decode tiles too.
 #[test]
 fn decode_tiles_match_the_reference_under_emulation() {
     for (shape, want_splits) in [("1x77x64", 1), ("16x300x256x2", 1), ("5x260x4096", 16), ("16x200x1152x2", 4)] {
         assert_eq!(gemm_entry(shape), "nvfp4_gemm_sm90v2_decode", "{shape}");
         assert_eq!(splits(shape), want_splits, "{shape}");
         for dist in Distribution::ALL {
-            check(shape, dist);
+            check_tile(sm90v2::Decode::TILE, shape, dist);
         }
     }
     for (shape, variant) in [("1x260x2048", false), ("16x77x80x2", true)] {
@@ -278,7 +279,7 @@ fn two_calls_on_one_workspace(shape: &str, sms: u32, want_entries: &[&str]) {
         ..kernel::GemmArgs::IDENTITY
     };
     let want = reference(&p);
-    let steps = Kernel::Sm90v2.steps(shape, sms);
+    let steps = Kernel::Sm90v2.steps(shape, sms, nvfp4::operand::AFormat::Nvfp4);
     let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
     assert_eq!(entries, want_entries, "{shape}");
     for call in 0..2 {
@@ -399,7 +400,7 @@ fn any_sm_count_gives_the_exact_result_under_emulation() {
 fn a_split_last_wave_after_whole_tiles_matches_the_reference_under_emulation() {
     let shape = "1x67840x512";
     assert_eq!((splits(shape), Kernel::Sm90v2.launch(shape.parse().unwrap(), SMS).grid[0]), (2, 266));
-    check(shape, Distribution::GpuMode);
+    check_tile(sm90v2::Decode::TILE, shape, Distribution::GpuMode);
 }
 
 #[test]
@@ -410,7 +411,8 @@ fn unsplit_shapes_need_no_reduce_launch() {
         ("128x256x448", ["nvfp4_sm90v2_thin_prepare", "nvfp4_gemm_sm90v2_thin"]),
         ("300x300x448", ["nvfp4_sm90v2_prepare", "nvfp4_gemm_sm90v2"]),
     ] {
-        let entries: Vec<&str> = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS).iter().map(|s| s.entry).collect();
+        let steps = Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS, nvfp4::operand::AFormat::Nvfp4);
+        let entries: Vec<&str> = steps.iter().map(|s| s.entry).collect();
         assert_eq!(entries, want, "{shape}");
     }
 }

@@ -9,7 +9,7 @@
 //! | PTX target | kernels |
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`], [`dequant`] |
-//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`], [`sm90v2`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`], [`sm90v2`], [`gemv`] |
 //! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`sm100`] |
 //!
 //! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
@@ -73,6 +73,8 @@ macro_rules! gemm_entry_point {
 
 pub mod dequant;
 pub mod epilogue;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod gemv;
 pub mod naive;
 pub mod probes;
 pub mod ptx;

@@ -25,6 +25,17 @@ const MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
 /// The magnitudes of codes 0..=7, doubled (all integers).
 const DOUBLED: [i8; 8] = [0, 1, 2, 3, 4, 6, 8, 12];
 
+/// The doubled magnitudes as an 8-byte lookup table, in two little-endian words (byte i of
+/// the pair = twice the magnitude of code i): the source operands a = `[0]`, b = `[1]` of a
+/// PTX `prmt` that turns a code into its doubled value with one byte lookup.
+pub const DOUBLED_BYTES: [u32; 2] = {
+    let d = DOUBLED;
+    [
+        u32::from_le_bytes([d[0] as u8, d[1] as u8, d[2] as u8, d[3] as u8]),
+        u32::from_le_bytes([d[4] as u8, d[5] as u8, d[6] as u8, d[7] as u8]),
+    ]
+};
+
 /// The value of a 4-bit code (only the low 4 bits of `code` are read). Code 8 gives -0.0.
 #[inline]
 pub const fn decode(code: u8) -> f32 {
@@ -69,6 +80,14 @@ mod tests {
 
     /// The 16 values, written out by hand.
     const TABLE: [f32; 16] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0];
+
+    #[test]
+    fn doubled_bytes_are_the_doubled_magnitudes() {
+        let bytes = [DOUBLED_BYTES[0].to_le_bytes(), DOUBLED_BYTES[1].to_le_bytes()].concat();
+        for code in 0..8u8 {
+            assert_eq!(bytes[code as usize] as f32, 2.0 * decode(code), "code {code}");
+        }
+    }
 
     #[test]
     fn decode_all_codes() {

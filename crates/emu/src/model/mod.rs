@@ -10,6 +10,7 @@
 //! Citations name PTX ISA sections by number (the 8.x/9.x numbering the design notes use) and
 //! by title; the title is the stable reference when numbers shift between ISA versions.
 
+pub mod integer;
 pub mod numeric;
 pub mod tcgen05;
 pub mod tensor_map;

@@ -14,6 +14,7 @@ pub mod bulk;
 pub mod cp_async;
 pub mod fence;
 pub mod griddep;
+pub mod integer;
 pub mod mbarrier;
 pub mod memory;
 pub mod numeric;

@@ -141,6 +141,30 @@ pub fn ld_global_cg_v4_b32(addr: u64) -> [u32; 4] {
     }
 }
 
+/// `ld.global.nc.v4.b32 {r0, r1, r2, r3}, [addr];` (16-byte aligned) — through the
+/// read-only (non-coherent) data path, for data no thread writes during the launch.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ld_global_nc_v4_b32(addr: u64) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: `addr` is a 16-byte aligned global address the kernel may read.
+        unsafe {
+            asm!(
+                "ld.global.nc.v4.b32 {{{}, {}, {}, {}}}, [{}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) addr,
+                options(pure, readonly, nostack)
+            )
+        };
+        [a, b, c, d]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::memory::ld_global::<[u32; 4]>(addr)
+    }
+}
+
 /// `ld.global.v4.b32 {r0, r1, r2, r3}, [addr];` (16-byte aligned) — a plain (weak) load:
 /// for data a previous grid wrote, read after `griddepcontrol.wait` (which makes that
 /// grid's writes visible to this one). Unlike `.cg` (a strong load to ptxas), independent

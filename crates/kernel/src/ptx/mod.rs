@@ -15,6 +15,7 @@ pub mod cp_async;
 pub mod cvt;
 pub mod fence;
 pub mod griddep;
+pub mod integer;
 pub mod mbarrier;
 pub mod memory;
 pub mod special;

@@ -1,0 +1,90 @@
+//! sm90v2's CUDA-core GEMV (`kernel::gemv`: M <= 4, NVFP4 activations) under emulation,
+//! against the exact reference, and the calls that pick it.
+
+use host::emulate;
+use host::generate::{Distribution, generate};
+use host::reference::reference;
+use host::verify::{compare, unwritten};
+use host::{Kernel, Problem};
+use nvfp4::operand::AFormat;
+
+/// What emulation assumes: an H100 SXM's SMs.
+const SMS: u32 = host::kernels::H100_SXM_SMS;
+
+fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
+    generate(shape.parse().unwrap(), dist, seed)
+}
+
+/// Runs `p` as on a GPU of `sms` SMs and checks it: every element written, within
+/// tolerance, and bit-exact on the benchmark's distribution.
+fn check_problem(p: &Problem, dist: Distribution, sms: u32, what: &str) {
+    let steps = Kernel::Sm90v2.steps(p.shape, sms, p.a_format);
+    assert_eq!(steps.iter().map(|s| s.entry).collect::<Vec<_>>(), [kernel::gemv::ENTRY], "{what}");
+    let run = emulate::run_on(p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let c = compare(p.shape, &run.c, &reference(p));
+    assert_eq!(unwritten(&run.c), 0, "{what}: elements left unwritten");
+    assert!(c.passed(), "{what}: {c}");
+    assert!(c.bit_exact || dist != Distribution::GpuMode, "{what}: not bit-exact: {c}");
+}
+
+fn check(shape: &str, sms: u32) {
+    for dist in Distribution::ALL {
+        check_problem(&problem(shape, dist, 11), dist, sms, &format!("{shape} {dist} on {sms} SMs"));
+    }
+}
+
+/// Two blocks (K = 32, N = 1); N tails; K = 1056 (66 scale blocks: a second warp load of
+/// one lane) with three activation rows; L = 2 with four rows; two passes of 150 rows per
+/// CTA (300 rows on 2 SMs, passes of at most 256), and every CTA a few rows (132 SMs).
+#[test]
+fn the_gemv_matches_the_reference_under_emulation() {
+    for (shape, sms) in
+        [("1x1x32", SMS), ("1x77x64", SMS), ("3x40x1056", 4), ("4x24x4096x2", 8), ("2x600x512", 2), ("1x260x1024", SMS)]
+    {
+        check(shape, sms);
+    }
+}
+
+/// Every epilogue variant (alpha as an argument and in memory, a bias, bf16 out).
+#[test]
+fn the_gemv_applies_the_epilogue() {
+    for (i, epilogue) in host::cli::epilogue_variants(70, 3).into_iter().enumerate() {
+        let p = Problem { epilogue, ..problem("2x70x1056x2", Distribution::GpuMode, 3) };
+        check_problem(&p, Distribution::GpuMode, 8, &format!("variant {i}"));
+    }
+}
+
+/// NVFP4 calls with at most 4 activation rows, 2^28 products and K a multiple of 32 run the
+/// GEMV alone (one launch, no workspace read); 16-bit activations, 5 rows, more products,
+/// K % 32 = 16 or activations too large for shared memory run on the decode tiles.
+#[test]
+fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
+    let entries = |shape: &str, format: AFormat| -> Vec<&'static str> {
+        Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS, format).iter().map(|s| s.entry).collect()
+    };
+    for shape in ["1x7168x16384", "2x7168x16384", "4x4096x7168", "2x7168x2048x3", "1x1x32"] {
+        assert_eq!(entries(shape, AFormat::Nvfp4), [kernel::gemv::ENTRY], "{shape}");
+        assert_eq!(entries(shape, AFormat::Bf16)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
+    }
+    // Too many rows, too many products, too much to hold, K % 32 = 16.
+    for shape in ["5x64x1024", "3x7168x16384", "4x7168x16384", "1x7168x65536", "4x1024x65536", "1x77x1040"] {
+        assert_eq!(entries(shape, AFormat::Nvfp4)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
+    }
+    // One CTA per SM, shared out over the batches, at most one per row.
+    let launch = |shape: &str| Kernel::Sm90v2.main_step(shape.parse().unwrap(), SMS, AFormat::Nvfp4).launch;
+    assert_eq!(launch("1x7168x16384").grid, [SMS, 1, 1]);
+    assert_eq!(launch("1x7168x4096x3").grid, [44, 3, 1]);
+    assert_eq!(launch("1x77x64").grid, [77, 1, 1]);
+    assert!(launch("4x1024x16384").dynamic_smem <= kernel::gemv::SMEM_LIMIT);
+}
+
+/// The parts per row balance the warps: on 1x7168x16384 a CTA's 55 rows of 16 warp loads
+/// in 2 parts give the busiest of 16 warps 7 units of 8 load slots (the even share is 55
+/// slots); on 1x7168x2048 (2 loads per row) whole rows, 4 units of 2 slots.
+#[test]
+fn parts_give_the_busiest_warp_the_fewest_loads() {
+    assert_eq!(kernel::gemv::parts(55, 16), 2);
+    assert_eq!(kernel::gemv::parts(55, 2), 1);
+    assert_eq!(kernel::gemv::parts(1, 16), 8, "one row: its loads over 8 warps");
+    assert_eq!(kernel::gemv::parts(64, 1), 1, "one load per row: nothing to split");
+}
