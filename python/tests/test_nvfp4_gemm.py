@@ -309,7 +309,8 @@ def test_quantize_rejects_bad_input():
 
 
 @needs_cuda
-@pytest.mark.parametrize("shape", SHAPES + [(128, 7168, 2048)])
+# (1, 4096, 7168) and (4, 130, 1056): sm90v2's CUDA-core GEMV on Hopper (M <= 4, K % 32 = 0).
+@pytest.mark.parametrize("shape", SHAPES + [(128, 7168, 2048), (1, 4096, 7168), (4, 130, 1056)])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("kind", EPILOGUES)
 def test_mm_on_cuda_equals_the_cpu_reference(shape, out_dtype, kind):
@@ -345,10 +346,11 @@ def test_mm_on_cuda_is_bit_exact_on_exact_data():
 
 
 @needs_cuda
-def test_mm_replays_in_a_cuda_graph_with_the_current_alpha():
-    a, b, a_sf, b_sf = (t.cuda() for t in operands(128, 512, 1024))
+@pytest.mark.parametrize("m", [128, 1])  # on Hopper: wgmma tiles, the GEMV
+def test_mm_replays_in_a_cuda_graph_with_the_current_alpha(m):
+    a, b, a_sf, b_sf = (t.cuda() for t in operands(m, 512, 1024))
     alpha = torch.tensor([1.0], device="cuda")
-    static_out = torch.empty(128, 512, dtype=torch.bfloat16, device="cuda")
+    static_out = torch.empty(m, 512, dtype=torch.bfloat16, device="cuda")
     g.mm(a, b, a_sf, b_sf, alpha=alpha, out=static_out)  # warm-up: module load, workspace
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
