@@ -40,10 +40,12 @@
 //! not depend on timing. No workspace, no other launch, no split across CTAs. The body is
 //! compiled once per M (`rows`), so every loop over the activation rows is unrolled.
 //!
-//! **Where the time goes** (session 25): on 1x7168x16384 the launch reads DRAM at 46 % of
-//! its peak and issues in 37 % of the cycles (`ncu`), 16.0 M warp instructions: about 140
+//! **Where the time goes** (session 25): on 1x7168x16384 the launch reads DRAM at 52 % of
+//! its peak and issues in 44 % of the cycles (`ncu`), 16.7 M warp instructions: about 146
 //! per warp load, some 60 of them the codes' conversion (the `prmt` lookups, copies of
-//! their table word, the byte negation). Each further
+//! their table word, the byte negation); its warps wait most often for instructions to be
+//! fetched (`stalled_no_instruction` 2.6 warps per issue; 3.0, with memory next at 1.9,
+//! before the batch's code was halved). Each further
 //! activation row adds its `dp4a`s and shared-memory reads: 4x7168x16384 took 54.3 us,
 //! against 46.6 on decode tiles, hence [`MAX_PRODUCTS`].
 //!
@@ -507,21 +509,18 @@ fn rows<const M: usize>(args: &GemmArgs) {
         };
 
         // Step 2: this warp's units, a batch of DEPTH load slots multiplied while the next
-        // batch's loads are in flight (two buffers, taking turns).
+        // batch's loads are in flight. (One copy of the batch's code with the buffers
+        // copied, not two taking turns: the hot loop then fits the instruction cache,
+        // 1x7168x16384 42.9-43.0 -> 41.8-42.1 us, docs/perf-notes.md, session 25.)
         let mut acc = [0f32; M];
         let mut walk = Walk { row: warp_in_cta / parts, load: 0 };
         let mut ahead = walk;
         let mut batch = 0;
-        let mut even = pass.issue(batch, &mut ahead);
+        let mut current = pass.issue(batch, &mut ahead);
         while batch < pass.slots {
-            let odd = pass.issue(batch + DEPTH, &mut ahead);
-            pass.multiply(smem, batch, &mut walk, &even, &mut acc);
-            batch += DEPTH;
-            if batch >= pass.slots {
-                break;
-            }
-            even = pass.issue(batch + DEPTH, &mut ahead);
-            pass.multiply(smem, batch, &mut walk, &odd, &mut acc);
+            let next = pass.issue(batch + DEPTH, &mut ahead);
+            pass.multiply(smem, batch, &mut walk, &current, &mut acc);
+            current = next;
             batch += DEPTH;
         }
 
