@@ -8,8 +8,8 @@
 //! splits: 46.5 us on an H100, where reading the weights at the measured copy bandwidth
 //! takes 22. The SMs' CUDA cores make 117 M products in a few microseconds if each costs
 //! a few instructions, so one launch can stream the weights with nothing before it and
-//! nothing after it: 42.9-43.1 us there, 17.0 against 23.1-23.2 on 1x4096x7168, 12.7-12.8
-//! against 16.2-16.3 on 1x7168x2048 (docs/perf-notes.md, session 25).
+//! nothing after it: 41.8-42.1 us there, 16.6-16.7 against 23.1-23.3 on 1x4096x7168,
+//! 12.4-12.6 against 16.2-16.3 on 1x7168x2048 (docs/perf-notes.md, session 25).
 //!
 //! **Exact integer products.** Twice an e2m1 value is an integer in -12..=12, a signed
 //! byte, so a scale block's dot product S = Σ (2a)(2b) over its 16 values is an exact
@@ -46,8 +46,8 @@
 //! their table word, the byte negation); its warps wait most often for instructions to be
 //! fetched (`stalled_no_instruction` 2.6 warps per issue; 3.0, with memory next at 1.9,
 //! before the batch's code was halved). Each further
-//! activation row adds its `dp4a`s and shared-memory reads: 4x7168x16384 took 54.3 us,
-//! against 46.6 on decode tiles, hence [`MAX_PRODUCTS`].
+//! activation row adds its `dp4a`s and shared-memory reads: 4x7168x16384 took 54.3 us on
+//! an earlier build, against 46.6 on decode tiles, hence [`MAX_PRODUCTS`].
 //!
 //! **Limits.** NVFP4 activations only: 16-bit activations (W4A16) are not integers, and
 //! stay on sm90v2's decode tiles. M ≤ [`MAX_M`], M·N·K·L ≤ [`MAX_PRODUCTS`], K a multiple
@@ -133,8 +133,8 @@ pub const fn smem_bytes(m: u32, k: u32) -> u32 {
 /// The most products (M·N·K·L) of a call this kernel takes. Its time grows with M (the
 /// conversion is paid once per weight, the products once per activation row), the
 /// decode tiles' hardly: on an H100 (docs/perf-notes.md, session 25) 2x7168x16384 (2^27.8)
-/// took 44.1-44.2 us against 46.6-46.7 on decode tiles, 4x4096x7168 (2^26.8) 20.5-20.7
-/// against 22.5-22.8, and 4x7168x16384 (2^28.8) 54.2-54.4 against 46.4-46.6.
+/// took 43.0-43.1 us against 46.7-46.8 on decode tiles, 4x4096x7168 (2^26.8) 21.0 against
+/// 22.6-22.7, and 4x7168x16384 (2^28.8) 54.2-54.4 (an earlier build) against 46.4-46.6.
 pub const MAX_PRODUCTS: u64 = 1 << 28;
 
 /// Whether this kernel takes a call of shape M x N x K x L with NVFP4 activations: M from
