@@ -85,10 +85,13 @@ const LOAD_BLOCKS: u32 = LANE_BLOCKS * WARP;
 /// Warp loads of one batch: a warp issues the next batch's loads before it multiplies the
 /// current one, so two batches (6 KiB per warp, 96 KiB per SM) are in flight.
 const DEPTH: u32 = 6;
-/// At most this many parts per row, and rows per pass: the partials' shared memory.
+/// At most this many parts per row, and rows per pass: the partials' shared memory. (Each
+/// pass ends with the warps' pipelines drained and two barriers: on 1x28672x4096, 4 passes
+/// of 64 rows per CTA took 50.9 us, one of 217 rows 42.6-42.8 with the parts also counting
+/// each unit's end, docs/perf-notes.md, session 25.)
 const MAX_PARTS: u32 = 8;
-const _: () = assert!(WARPS.is_multiple_of(MAX_PARTS), "a warp's units all have the same part (see `Walk`)");
 pub const PASS_ROWS: u32 = 256;
+const _: () = assert!(WARPS.is_multiple_of(MAX_PARTS), "a warp's units all have the same part (see `Walk`)");
 /// Shared memory a CTA may use (one CTA per SM).
 pub const SMEM_LIMIT: u32 = 200 * 1024;
 /// K must be a multiple of this: a lane's 16-byte loads stay aligned and inside the row.
