@@ -346,7 +346,8 @@ struct Batch {
 /// What a warp walks in one pass, and this lane's share of every warp load.
 #[derive(Clone, Copy)]
 struct Pass {
-    /// The pass's first row of the batch, and each row's parts and loads per part.
+    /// The pass's first weight row (in batch `l` of the call), and each row's parts and
+    /// loads per part.
     first_row: u32,
     parts: u32,
     part_loads: u32,
@@ -358,8 +359,8 @@ struct Pass {
     /// The row loads in which this lane has blocks (the last one of a row may end before
     /// the lane's).
     lane_loads: u32,
-    /// This lane's codes and scales in row 0 of the batch, its activations and their
-    /// scales in warp load 0 of activation row 0.
+    /// This lane's codes and scales in weight row 0 of batch `l`, its activations and
+    /// their scales in warp load 0 of activation row 0.
     codes: u64,
     scales: u64,
     act: SmemAddr,
