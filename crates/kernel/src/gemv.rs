@@ -28,7 +28,7 @@
 //!    64 consecutive scale blocks of one row, 16 bytes per lane: 512 contiguous bytes, one
 //!    `ld.global.nc.v4` per lane, and the lane's two scale bytes) and deals the (row,
 //!    part) units to the 16 warps round robin ([`parts`] picks the count). A warp walks
-//!    its units' loads in batches of [`DEPTH`]: it issues the next batch's loads, then
+//!    its units' loads in batches of `DEPTH`: it issues the next batch's loads, then
 //!    multiplies the current one, so two batches are in flight (6 KiB per warp, 96 KiB per
 //!    SM). At each unit's end the warp sums its lanes (a fixed butterfly of shuffles) and
 //!    lane 0 stores the unit's partial per activation row in shared memory.
@@ -167,7 +167,7 @@ pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
 const FLUSH_SLOTS: u32 = 1;
 
 /// Parts per row for a pass of `rows` rows of `loads` warp loads each: the power of two,
-/// up to [`MAX_PARTS`] and the loads, that gives the busiest warp the least work (its
+/// up to `MAX_PARTS` and the loads, that gives the busiest warp the least work (its
 /// units times a part's loads and its end; a row's last part may have empty slots), the
 /// smallest on ties. 1x7168x16384 on 132 SMs (54-55 rows per CTA, 16 loads per row): 2
 /// parts, 7 units of 8 slots per warp (the even share is 55 slots); 1x7168x2048 (2 loads
@@ -310,7 +310,8 @@ fn warp_sum(value: f32, lane: u32) -> f32 {
 }
 
 /// Bytes of a warp load in a row of codes (512), and the distance between consecutive warp
-/// loads' scales in the blocked layout (4 tiles of 4 scale columns per 64 blocks).
+/// loads' scales in the blocked layout (a warp load's 64 blocks are 16 tiles of 4 scale
+/// columns, 8 KiB, whatever the row).
 const LOAD_BYTES: u32 = LOAD_BLOCKS * BLOCK_BYTES;
 const LOAD_SCALE_BYTES: u64 = layout::tile_offset(0, LOAD_BLOCKS / layout::TILE_COLS, LOAD_BLOCKS);
 const _: () = assert!(LOAD_BLOCKS.is_multiple_of(layout::TILE_COLS) && LANE_BLOCKS <= layout::TILE_COLS);

@@ -104,7 +104,10 @@
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
 //!
-//! **Decode and medium tiles** ([`Rows`]). For M ≤ [`DECODE_MAX_M`] (16) a tile has 16
+//! **Decode and medium tiles** ([`Rows`]). (Calls with NVFP4 activations and M ≤ 4 mostly
+//! skip this file: the host runs them on the CUDA-core GEMV, `crate::gemv`, one launch
+//! whose exact integer block sums beat these tiles at decode sizes.) For M ≤
+//! [`DECODE_MAX_M`] (16) a tile has 16
 //! activation rows instead of 128: `wgmma m64n16k16`, 8 accumulators per block, 2 KiB
 //! images and 66 KiB of shared memory, so two CTAs share an SM and split K goes twice as
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
@@ -331,7 +334,8 @@ pub const THREADS: u32 = CONSUMER_THREADS + PRODUCER_THREADS;
 pub const fn launch_regs(tile: u32) -> u32 {
     REGISTERS_PER_SM / (ctas_per_sm(tile) * THREADS) / REGISTER_GRANULE * REGISTER_GRANULE
 }
-/// The five tile kinds' keys (see [`Rows`]): prefill, wide, medium, narrow, decode.
+/// The seven tile kinds' keys (see [`Rows`]): prefill, wide, medium, narrow, thin, thin
+/// medium, decode.
 pub const TILES: [u32; 7] =
     [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Thin::TILE, ThinMedium::TILE, Decode::TILE];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
