@@ -33,14 +33,22 @@ fn check(shape: &str, sms: u32) {
     }
 }
 
-/// Two blocks (K = 32, N = 1); N tails; K = 1056 (66 scale blocks: a second warp load of
-/// one lane) with three activation rows; L = 2 with four rows; two passes of 150 rows per
-/// CTA (300 rows on 2 SMs, passes of at most 256), and every CTA a few rows (132 SMs).
+/// Two blocks (K = 32, N = 1); N tails (rows of the last tile row's sets skipped); K =
+/// 1056 (66 scale blocks: a second warp load of one lane) with three activation rows; L =
+/// 2 with four rows; two passes of 40 sets per CTA (600 rows: 160 sets on 2 SMs, passes
+/// of at most 64 by the partials); six passes of at most 11 sets by the scales' stage (K =
+/// 32768: 512 scale tiles of 16 bytes per set); every CTA a few sets (132 SMs).
 #[test]
 fn the_gemv_matches_the_reference_under_emulation() {
-    for (shape, sms) in
-        [("1x1x32", SMS), ("1x77x64", SMS), ("3x40x1056", 4), ("4x24x4096x2", 8), ("2x600x512", 2), ("1x260x1024", SMS)]
-    {
+    for (shape, sms) in [
+        ("1x1x32", SMS),
+        ("1x77x64", SMS),
+        ("3x40x1056", 4),
+        ("4x24x4096x2", 8),
+        ("2x600x512", 2),
+        ("1x130x32768", 1),
+        ("1x260x1024", SMS),
+    ] {
         check(shape, sms);
     }
 }
@@ -70,11 +78,12 @@ fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
     for shape in ["5x64x1024", "3x7168x16384", "4x7168x16384", "1x7168x65536", "4x1024x65536", "1x77x1040"] {
         assert_eq!(entries(shape, AFormat::Nvfp4)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
     }
-    // One CTA per SM, shared out over the batches, at most one per row.
+    // One CTA per SM, shared out over the batches, at most one per set of 4 rows (77 rows:
+    // one tile row, 32 sets).
     let launch = |shape: &str| Kernel::Sm90v2.main_step(shape.parse().unwrap(), SMS, AFormat::Nvfp4).launch;
     assert_eq!(launch("1x7168x16384").grid, [SMS, 1, 1]);
     assert_eq!(launch("1x7168x4096x3").grid, [44, 3, 1]);
-    assert_eq!(launch("1x77x64").grid, [77, 1, 1]);
+    assert_eq!(launch("1x77x64").grid, [32, 1, 1]);
     assert!(launch("4x1024x16384").dynamic_smem <= kernel::gemv::SMEM_LIMIT);
 }
 

@@ -8,58 +8,63 @@
 //! splits: 46.5 us on an H100, where reading the weights at the measured copy bandwidth
 //! takes 22. The SMs' CUDA cores make 117 M products in a few microseconds if each costs
 //! a few instructions, so one launch can stream the weights with nothing before it and
-//! nothing after it: 41.8-42.1 us there, 16.6-16.7 against 23.1-23.3 on 1x4096x7168,
-//! 12.4-12.6 against 16.2-16.3 on 1x7168x2048 (docs/perf-notes.md, session 25).
+//! nothing after it: 38.6-38.9 us there, 15.1-15.3 on 1x4096x7168, 11.4 on 1x7168x2048
+//! (docs/perf-notes.md, session 26).
 //!
 //! **Exact integer products.** Twice an e2m1 value is an integer in -12..=12, a signed
 //! byte, so a scale block's dot product S = Σ (2a)(2b) over its 16 values is an exact
-//! integer (|S| ≤ 2304), which four `dp4a` (four byte products each) compute. The block
-//! then adds S · (sfa/4 · sfb) to an f32 accumulator with one `fma.rn.f32`: the scale
-//! product is exact (two e4m3 significands of 4 bits), S times it too (12 x 8 bits), so
-//! the only rounding is the f32 sum's, as in every kernel of this crate. A code becomes its
-//! signed byte by two byte-table lookups (`prmt`): see `doubled`.
+//! integer (|S| ≤ 2304), which `dp4a` (four byte products each) computes: the weights'
+//! codes become their doubled magnitudes by byte-table lookups (`prmt`), the positive
+//! and the negative codes apart (see `block_dot`). The block then adds S · (sfa/4 · sfb)
+//! to an f32 accumulator with one `fma.rn.f32`: the scale product is exact (two e4m3
+//! significands of 4 bits), S times it too (12 x 8 bits), so the only rounding is the f32
+//! sum's, as in every kernel of this crate.
 //!
-//! **Work.** The grid is [CTAs per batch, L], one CTA of [`THREADS`] threads per SM; CTA
-//! x of a batch owns weight rows [x·N/X, (x+1)·N/X) (X CTAs per batch), in passes of at
-//! most [`PASS_ROWS`] rows (equal within a row). Steps:
+//! **Work.** The grid is [CTAs per batch, L], one CTA of [`THREADS`] threads per SM. The
+//! weight rows go to the CTAs in *sets* of four, the rows whose scales share a 16-byte
+//! chunk of each scale tile (rows c, c + 32, c + 64, c + 96 of a 128-row tile row): CTA x
+//! of a batch owns sets [x·S/X, (x+1)·S/X) (S sets, X CTAs per batch), in passes of as
+//! many sets as the scales' stage holds (equal within a set). Steps:
 //! 1. The CTA converts its batch's M activation rows into shared memory: each 16-value
 //!    block as 16 signed bytes and its scale as the f32 sfa/4 (`prepare`).
-//! 2. Each pass cuts every row into `parts` equal ranges of *warp loads* (a warp load is
-//!    64 consecutive scale blocks of one row, 16 bytes per lane: 512 contiguous bytes, one
-//!    `ld.global.nc.v4` per lane, and the lane's two scale bytes) and deals the (row,
-//!    part) units to the 16 warps round robin ([`parts`] picks the count). A warp walks
-//!    its units' loads in batches of `DEPTH`: it issues the next batch's loads, then
-//!    multiplies the current one, so two batches are in flight (6 KiB per warp, 96 KiB per
-//!    SM). At each unit's end the warp sums its lanes (a fixed butterfly of shuffles) and
-//!    lane 0 stores the unit's partial per activation row in shared memory.
+//! 2. Each pass copies its sets' weight scales into shared memory, one chunk per set and
+//!    tile (`stage_scales`: whole 32-byte sectors between neighbouring sets, where
+//!    reading each lane's two scale bytes from global memory fetched 16 sectors for 64
+//!    useful bytes per warp load). It cuts every row into `parts` equal ranges of *warp
+//!    loads* (64 consecutive scale blocks of one row, 16 bytes per lane: 512 contiguous
+//!    bytes) and deals the (row, part) units to the 16 warps round robin ([`parts`] picks
+//!    the count). Each lane keeps a ring of `RING` slots in shared memory, filled by
+//!    `cp.async`: a warp has `RING - 1` loads in flight while it multiplies the oldest one
+//!    that has landed, in a loop one slot long (no unrolled batches: its code fits the
+//!    instruction cache). At each unit's end the warp sums its lanes (a fixed butterfly
+//!    of shuffles) and lane 0 stores the unit's partial per activation row.
 //! 3. After a CTA barrier, one thread per (row, activation row) adds the row's parts in
 //!    part order, applies the epilogue and stores C; a second barrier frees the partials
-//!    for the next pass.
+//!    and the stage for the next pass.
 //!
 //! Every sum has a fixed order (lanes, then butterfly, then parts), so the result does
 //! not depend on timing. No workspace, no other launch, no split across CTAs. The body is
 //! compiled once per M (`rows`), so every loop over the activation rows is unrolled.
 //!
-//! **Where the time goes** (session 25): on 1x7168x16384 the launch reads DRAM at 52 % of
-//! its peak and issues in 44 % of the cycles (`ncu`), 16.7 M warp instructions: about 146
-//! per warp load, some 60 of them the codes' conversion (the `prmt` lookups, copies of
-//! their table word, the byte negation); its warps wait most often for instructions to be
-//! fetched (`stalled_no_instruction` 2.6 warps per issue; 3.0, with memory next at 1.9,
-//! before the batch's code was halved). Each further
-//! activation row adds its `dp4a`s and shared-memory reads: 4x7168x16384 took 54.3 us on
-//! an earlier build, against 46.6 on decode tiles, hence [`MAX_PRODUCTS`].
+//! **Where the time goes** (session 26, `ncu` of 1x7168x16384): the launch takes 32.2 us
+//! (38.6 us of events, the launch and the cache flush around it included), reads DRAM at
+//! 64 % of its peak and issues in 57 % of the cycles, 16.6 M warp instructions; its warps
+//! still wait most often for instructions to be fetched (`stalled_no_instruction` 1.9
+//! warps per issue). Each further activation row adds its `dp4a`s and shared-memory
+//! reads: 4x7168x16384 took 54.3 us on an earlier build, against 46.6 on decode tiles,
+//! hence [`MAX_PRODUCTS`].
 //!
 //! **Limits.** NVFP4 activations only: 16-bit activations (W4A16) are not integers, and
 //! stay on sm90v2's decode tiles. M ≤ [`MAX_M`], M·N·K·L ≤ [`MAX_PRODUCTS`], K a multiple
-//! of [`K_MULTIPLE`] and M·K small enough for the activations to fit the CTA's shared
-//! memory ([`takes`]); other calls run on the decode tiles.
+//! of [`K_MULTIPLE`] and M·K small enough for the activations and one set's scales to fit
+//! the CTA's shared memory ([`takes`]); other calls run on the decode tiles.
 
 use nvfp4::e2m1;
 use nvfp4::layout;
 use nvfp4::shape::SF_VECTOR;
 
 use crate::epilogue::{Epilogue, OUT_BYTES};
-use crate::ptx::{SmemAddr, barrier, cvt, integer, memory, special, warp};
+use crate::ptx::{SmemAddr, barrier, cp_async, cvt, integer, memory, special, warp};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have.
@@ -70,7 +75,7 @@ const CTAS_PER_SM: u32 = 1;
 const WARP: u32 = 32;
 const WARPS: u32 = THREADS / WARP;
 /// Registers per thread: the SM's 64 K over one CTA (the build script writes the launch
-/// bounds into the PTX): room for two batches of loads in flight.
+/// bounds into the PTX).
 const REGISTERS_PER_SM: u32 = 65536;
 pub const LAUNCH_BOUNDS: (&str, u32, u32, u32) =
     (ENTRY, THREADS, CTAS_PER_SM, REGISTERS_PER_SM / (CTAS_PER_SM * THREADS));
@@ -78,13 +83,26 @@ pub const LAUNCH_BOUNDS: (&str, u32, u32, u32) =
 pub const ENTRY: &str = "nvfp4_gemv_sm90";
 /// Packed bytes of one scale block (16 e2m1 values).
 const BLOCK_BYTES: u32 = SF_VECTOR / 2;
-/// Scale blocks per lane and load (16 bytes, one `ld.global.nc.v4`), and per warp load
+/// Scale blocks per lane and load (16 bytes, one `cp.async`), and per warp load
 /// (512 contiguous bytes of a row).
 const LANE_BLOCKS: u32 = 2;
 const LOAD_BLOCKS: u32 = LANE_BLOCKS * WARP;
-/// Warp loads of one batch: a warp issues the next batch's loads before it multiplies the
-/// current one, so two batches (6 KiB per warp, 96 KiB per SM) are in flight.
-const DEPTH: u32 = 6;
+/// Load slots in each lane's ring of copies in shared memory: a warp keeps `RING - 1`
+/// warp loads in flight (3.5 KiB per warp, 56 KiB per SM) while it multiplies the oldest
+/// one that has landed. (12 slots: 1-2 us slower on 1x7168x16384 and 1x4096x7168,
+/// docs/perf-notes.md, session 26.)
+const RING: u32 = 8;
+/// Bytes of a lane's slot: its 16 code bytes.
+const SLOT_CODE_BYTES: u32 = 16;
+/// The weights' scales in the blocked layout: a tile of 128 rows x 4 scale columns is 32
+/// chunks of 16 bytes, chunk c holding rows c, c + 32, c + 64, c + 96 (a 4-byte word of
+/// four scales each). A *set* is those four rows: its scales are one chunk per tile,
+/// and a tile row's 32 sets are its 32 chunks side by side.
+const SET_ROWS: u32 = layout::TILE_ROWS / layout::LANE_ROWS;
+const SETS_PER_TILE_ROW: u32 = layout::LANE_ROWS;
+const CHUNK_BYTES: u32 = layout::TILE_BYTES / layout::LANE_ROWS;
+const SCALE_WORD_BYTES: u32 = CHUNK_BYTES / SET_ROWS;
+const _: () = assert!(SCALE_WORD_BYTES == layout::TILE_COLS, "a scale word is a row's four scales of one tile");
 /// At most this many parts per row, and rows per pass: the partials' shared memory. (Each
 /// pass ends with the warps' pipelines drained and two barriers: on 1x28672x4096, 4 passes
 /// of 64 rows per CTA took 50.9 us, one of 217 rows 42.6-42.8 with the parts also counting
@@ -92,8 +110,8 @@ const DEPTH: u32 = 6;
 const MAX_PARTS: u32 = 8;
 pub const PASS_ROWS: u32 = 256;
 const _: () = assert!(WARPS.is_multiple_of(MAX_PARTS), "a warp's units all have the same part (see `Walk`)");
-/// Shared memory a CTA may use (one CTA per SM).
-pub const SMEM_LIMIT: u32 = 200 * 1024;
+/// Shared memory a CTA may use (one CTA per SM): the most an H100 grants one CTA.
+pub const SMEM_LIMIT: u32 = 227 * 1024;
 /// K must be a multiple of this: a lane's 16-byte loads stay aligned and inside the row.
 pub const K_MULTIPLE: u32 = LANE_BLOCKS * SF_VECTOR;
 /// Bytes of one block's activations as signed bytes, and of one warp load's blocks.
@@ -103,13 +121,16 @@ const F32_BYTES: u32 = 4;
 /// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
 
-const _: () = assert!(LANE_BLOCKS * BLOCK_BYTES == 16, "a lane's load is one v4: four words of 8 codes");
-const _: () = assert!(DEPTH == 6, "`gemv` unrolls a batch with `seq!(D in 0..6)`");
+const _: () = assert!(LANE_BLOCKS * BLOCK_BYTES == SLOT_CODE_BYTES, "a lane's load is 16 bytes: four words of 8 codes");
 const _: () = assert!(CTAS_PER_SM * (SMEM_LIMIT + 1024) <= 228 * 1024, "the CTAs fit an SM's shared memory");
 
 // ---------------------------------------------------------------------------------------
 // Shared memory map: activations [M][K rounded up to a warp load] signed bytes, their
-// scales [M][K/16] f32 (sfa/4), then the partials [PASS_ROWS][MAX_PARTS][MAX_M] f32.
+// scales [M][K/16] f32 (sfa/4), the partials [PASS_ROWS][MAX_PARTS][MAX_M] f32, the
+// lanes' rings of codes [WARPS][RING][WARP] x 16 bytes (a warp's slot is 512 contiguous
+// bytes: its lanes' copies and reads are free of bank conflicts), then the pass's weight
+// scales [tiles of K][odd stride >= the pass's sets] x 16-byte chunks (an odd stride
+// spreads the 16 tiles a warp reads over 8 banks: two-way conflicts at most).
 // ---------------------------------------------------------------------------------------
 
 const fn act_row_bytes(k: u64) -> u64 {
@@ -122,14 +143,40 @@ const fn partials_offset(m: u64, k: u64) -> u64 {
     (scales_offset(m, k) + m * (k / SF_VECTOR as u64) * F32_BYTES as u64).next_multiple_of(16)
 }
 const PARTIALS_BYTES: u64 = (PASS_ROWS * MAX_PARTS * MAX_M * F32_BYTES) as u64;
-const fn smem_bytes_u64(m: u32, k: u32) -> u64 {
-    partials_offset(m as u64, k as u64) + PARTIALS_BYTES
+const fn ring_offset(m: u64, k: u64) -> u64 {
+    partials_offset(m, k) + PARTIALS_BYTES
+}
+const RING_BYTES: u64 = (WARPS * RING * WARP * SLOT_CODE_BYTES) as u64;
+const fn stage_offset(m: u64, k: u64) -> u64 {
+    ring_offset(m, k) + RING_BYTES
+}
+/// Scale tiles along K (4 scale columns each).
+const fn tiles(k: u32) -> u32 {
+    layout::col_blocks(k / SF_VECTOR)
+}
+/// The stage's stride in chunks for a pass of `sets` sets.
+const fn stage_stride(sets: u32) -> u32 {
+    sets | 1
+}
+
+/// The most sets a pass may have for `m` activation rows of `k` values: what the rows'
+/// partials and the shared memory left for the scales allow (0: not even one).
+const fn max_pass_sets(m: u32, k: u32) -> u32 {
+    let used = stage_offset(m as u64, k as u64);
+    if used >= SMEM_LIMIT as u64 {
+        return 0;
+    }
+    let chunks = (SMEM_LIMIT as u64 - used) / (tiles(k) as u64 * CHUNK_BYTES as u64);
+    let by_partials = (PASS_ROWS / SET_ROWS) as u64;
+    let sets = if chunks < by_partials { chunks } else { by_partials };
+    (if stage_stride(sets as u32) as u64 > chunks { sets - 1 } else { sets }) as u32
 }
 
 /// Dynamic shared memory of a call with `m` activation rows of `k` values (only
 /// meaningful for calls the kernel [`takes`]).
 pub const fn smem_bytes(m: u32, k: u32) -> u32 {
-    let bytes = smem_bytes_u64(m, k);
+    let stage = tiles(k) as u64 * stage_stride(max_pass_sets(m, k)) as u64 * CHUNK_BYTES as u64;
+    let bytes = stage_offset(m as u64, k as u64) + stage;
     if bytes > SMEM_LIMIT as u64 { SMEM_LIMIT } else { bytes as u32 }
 }
 
@@ -142,20 +189,26 @@ pub const MAX_PRODUCTS: u64 = 1 << 28;
 
 /// Whether this kernel takes a call of shape M x N x K x L with NVFP4 activations: M from
 /// 1 to [`MAX_M`], at most [`MAX_PRODUCTS`] products, K a multiple of [`K_MULTIPLE`] with
-/// the activations within [`SMEM_LIMIT`], L within the grid.
+/// the activations and one set's scales within [`SMEM_LIMIT`], L within the grid.
 pub const fn takes(m: u32, n: u32, k: u32, l: u32) -> bool {
     let rows = m >= 1 && m <= MAX_M;
     let products = m as u64 * n as u64 * k as u64 * l as u64;
-    let fits = k.is_multiple_of(K_MULTIPLE) && smem_bytes_u64(m, k) <= SMEM_LIMIT as u64;
+    let fits = k > 0 && k.is_multiple_of(K_MULTIPLE) && m <= MAX_M && max_pass_sets(m, k) > 0;
     rows && products > 0 && products <= MAX_PRODUCTS && fits && l <= MAX_GRID_YZ
 }
 
+/// The sets of a batch of `n` weight rows (whole tile rows: the last one's rows past `n`
+/// are skipped).
+const fn sets(n: u32) -> u32 {
+    layout::row_blocks(n) * SETS_PER_TILE_ROW
+}
+
 /// The launch on a GPU with `sms` SMs: one CTA per SM shared out over the batches, never
-/// more per batch than it has rows.
+/// more per batch than it has sets.
 pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     let ctas = CTAS_PER_SM * if sms == 0 { 1 } else { sms };
     let per_batch = ctas.div_ceil(if l == 0 { 1 } else { l });
-    let per_batch = if per_batch > n { n } else { per_batch };
+    let per_batch = if per_batch > sets(n) { sets(n) } else { per_batch };
     Launch {
         grid: [if per_batch == 0 { 1 } else { per_batch }, l, 1],
         block: [THREADS, 1, 1],
@@ -192,6 +245,8 @@ struct Smem {
     blocks: u32,
     scales: u32,
     partials: u32,
+    ring: u32,
+    stage: u32,
 }
 
 impl Smem {
@@ -203,6 +258,8 @@ impl Smem {
             blocks: k / SF_VECTOR,
             scales: scales_offset(m64, k64) as u32,
             partials: partials_offset(m64, k64) as u32,
+            ring: ring_offset(m64, k64) as u32,
+            stage: stage_offset(m64, k64) as u32,
         }
     }
     /// Block `kb` of activation row `m`: 16 signed bytes, twice the values. Each warp
@@ -221,28 +278,70 @@ impl Smem {
     fn partial(self, r: u32, p: u32, m: u32) -> SmemAddr {
         self.base.offset(self.partials + ((r * MAX_PARTS + p) * MAX_M + m) * F32_BYTES)
     }
+    /// Slot 0 of the ring of lane `lane` of warp `warp`.
+    fn ring(self, warp: u32, lane: u32) -> Ring {
+        Ring(self.base.offset(self.ring + (warp * RING * WARP + lane) * SLOT_CODE_BYTES))
+    }
+    /// The staged chunk of the pass's set `set` in scale tile `tile` (`stride` chunks per tile).
+    fn chunk(self, tile: u32, set: u32, stride: u32) -> SmemAddr {
+        self.base.offset(self.stage + (tile * stride + set) * CHUNK_BYTES)
+    }
+}
+
+/// One lane's ring of code copies: its 16 bytes of slot 0 (a slot's lanes side by side).
+#[derive(Clone, Copy)]
+struct Ring(SmemAddr);
+
+impl Ring {
+    fn slot(self, slot: u32) -> SmemAddr {
+        self.0.offset(slot * WARP * SLOT_CODE_BYTES)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // Codes to signed bytes
 // ---------------------------------------------------------------------------------------
 
-/// The sign bit of each of a `prmt` selector's four nibbles.
-const SELECTOR_SIGNS: u32 = 0x8888;
-/// The top bit of each byte of a word.
-const BYTE_TOPS: u32 = 0x8080_8080;
+/// The sign bit of each of a `prmt` selector's eight nibbles.
+const SELECTOR_SIGNS: u32 = 0x8888_8888;
+/// Bits of a word's high half of codes.
+const HALF_WORD: u32 = 16;
 
-/// Twice the values of the four e2m1 codes in bits 0..16 of `codes` (code i in bits
-/// 4i..4i+4), as four signed bytes (byte i from code i).
+/// A scale block's exact dot product S = Σ (2a)(2b) over its 16 values: `act` its
+/// activations as 16 signed bytes (twice the values, in k order), `codes` its weights'
+/// 16 e2m1 codes (two words, code i in bits 4i..4i+4 of its word, in k order).
 ///
-/// A code is a `prmt` selector nibble: its three magnitude bits index the table of doubled
-/// magnitudes ([`e2m1::DOUBLED_BYTES`]), and its sign bit asks for the selected byte's top
-/// bit instead, which is 0 in every entry. So one lookup gives the positive codes' bytes
-/// (negative ones read 0), and one with the sign bits flipped the negative codes'
-/// magnitudes (positive ones read 0). Negating those bytewise, 0x80 - v flipped at the top
-/// bit (no borrow crosses a byte: v ≤ 12), and merging gives the two's complements.
+/// A code is a `prmt` selector nibble: its three magnitude bits index the table of
+/// doubled magnitudes ([`e2m1::DOUBLED_BYTES`]), and its sign bit asks for the selected
+/// byte's top bit instead, which is 0 in every entry. So a lookup of four codes gives the
+/// positive codes' doubled magnitudes (negative ones read 0), and a lookup with the sign
+/// bits flipped the negative codes' (positive ones read 0): S is the activations' `dp4a`
+/// with the first minus their `dp4a` with the second. (Magnitudes are at most 12, the
+/// same as signed or unsigned bytes; `dp4a` sums at most 16 products of 12 · 12.)
+#[inline(always)]
+fn block_dot(act: [u32; 4], codes: [u32; 2]) -> i32 {
+    let [low, high] = e2m1::DOUBLED_BYTES;
+    let (mut positive, mut negative) = (0, 0);
+    for w in 0..2 {
+        let (word, flipped) = (codes[w], codes[w] ^ SELECTOR_SIGNS);
+        // prmt reads the selector's low 16 bits: four codes a lookup.
+        for h in 0..2 {
+            let shift = h as u32 * HALF_WORD;
+            let a = act[2 * w + h];
+            positive = integer::dp4a(a, integer::prmt(low, high, word >> shift), positive);
+            negative = integer::dp4a(a, integer::prmt(low, high, flipped >> shift), negative);
+        }
+    }
+    positive - negative
+}
+
+/// Twice the values of the four e2m1 codes in bits 0..16 of `codes` as four signed bytes
+/// (byte i from code i): the activations' conversion in `prepare` (see [`block_dot`] for
+/// the lookups; the negative codes' magnitudes are negated bytewise, 0x80 - v flipped at
+/// the top bit: no borrow crosses a byte, v ≤ 12).
 #[inline(always)]
 fn doubled(codes: u32) -> u32 {
+    const BYTE_TOPS: u32 = 0x8080_8080;
     let [low, high] = e2m1::DOUBLED_BYTES;
     let positive = integer::prmt(low, high, codes);
     let negative = integer::prmt(low, high, codes ^ SELECTOR_SIGNS);
@@ -257,7 +356,7 @@ fn doubled_words(words: [u32; 4]) -> [u32; 8] {
     let mut bytes = [0; 8];
     for w in 0..4 {
         bytes[2 * w] = doubled(words[w]);
-        bytes[2 * w + 1] = doubled(words[w] >> 16);
+        bytes[2 * w + 1] = doubled(words[w] >> HALF_WORD);
     }
     bytes
 }
@@ -309,11 +408,9 @@ fn warp_sum(value: f32, lane: u32) -> f32 {
     sum
 }
 
-/// Bytes of a warp load in a row of codes (512), and the distance between consecutive warp
-/// loads' scales in the blocked layout (a warp load's 64 blocks are 16 tiles of 4 scale
-/// columns, 8 KiB, whatever the row).
+/// Bytes of a warp load in a row of codes (512); its 64 blocks' scales are 16 tiles.
 const LOAD_BYTES: u32 = LOAD_BLOCKS * BLOCK_BYTES;
-const LOAD_SCALE_BYTES: u64 = layout::tile_offset(0, LOAD_BLOCKS / layout::TILE_COLS, LOAD_BLOCKS);
+const LOAD_TILES: u32 = LOAD_BLOCKS / layout::TILE_COLS;
 const _: () = assert!(LOAD_BLOCKS.is_multiple_of(layout::TILE_COLS) && LANE_BLOCKS <= layout::TILE_COLS);
 
 /// Where a warp is in its walk over its units' load slots: row `row` of the pass, load
@@ -327,31 +424,50 @@ struct Walk {
 }
 
 impl Walk {
-    fn advance(&mut self, pass: &Pass) {
+    /// Steps to the next slot; true when that starts a new unit.
+    fn advance(&mut self, pass: &Pass) -> bool {
         self.load += 1;
-        if self.load == pass.part_loads {
+        let unit_ends = self.load == pass.part_loads;
+        if unit_ends {
             self.row += WARPS / pass.parts;
             self.load = 0;
         }
+        unit_ends
     }
 }
 
-/// One batch of a lane's loads: DEPTH slots of 16 code bytes (two blocks) and their two
-/// scale bytes.
+/// The copying side of a warp's walk, `RING - 1` slots ahead of the multiplying side: its
+/// place, and this lane's code address there (each warp load is 512 bytes further along
+/// the row), `None` past the weight rows.
 #[derive(Clone, Copy)]
-struct Batch {
-    codes: [[u32; 4]; DEPTH as usize],
-    scales: [u16; DEPTH as usize],
+struct Fetch {
+    walk: Walk,
+    codes: Option<u64>,
+}
+
+impl Fetch {
+    fn new(pass: &Pass, walk: Walk) -> Fetch {
+        Fetch { walk, codes: pass.unit_codes(walk.row) }
+    }
+    fn advance(&mut self, pass: &Pass) {
+        if self.walk.advance(pass) {
+            self.codes = pass.unit_codes(self.walk.row);
+        } else if let Some(codes) = &mut self.codes {
+            *codes += LOAD_BYTES as u64;
+        }
+    }
 }
 
 /// What a warp walks in one pass, and this lane's share of every warp load.
 #[derive(Clone, Copy)]
 struct Pass {
-    /// The pass's first weight row (in batch `l` of the call), and each row's parts and
-    /// loads per part.
-    first_row: u32,
+    /// The pass's first set (in batch `l` of the call), its sets, each row's parts and
+    /// loads per part, and the batch's weight rows.
+    first_set: u32,
+    sets: u32,
     parts: u32,
     part_loads: u32,
+    n: u32,
     /// This warp's part of each of its rows, and the part's first load in the row.
     part: u32,
     part_first_load: u32,
@@ -360,84 +476,96 @@ struct Pass {
     /// The row loads in which this lane has blocks (the last one of a row may end before
     /// the lane's).
     lane_loads: u32,
-    /// This lane's codes and scales in weight row 0 of batch `l`, its activations and
-    /// their scales in warp load 0 of activation row 0.
+    /// This lane's codes in weight row 0 of batch `l`; its scales' chunk in the stage for
+    /// warp load 0 of set 0 (the chunks' stride per tile), and where its two scale bytes
+    /// sit in a row's word; its activations and their scales in warp load 0 of activation
+    /// row 0.
     codes: u64,
-    scales: u64,
+    scales: SmemAddr,
+    stride: u32,
+    scale_shift: u32,
     act: SmemAddr,
     act_scales: SmemAddr,
     row_bytes: u64,
     /// Shared-memory bytes between activation rows and between their scales.
     act_row: u32,
     act_scales_row: u32,
-    blocks: u32,
 }
 
 impl Pass {
-    /// Issues the loads of slots `batch..batch + DEPTH` as `walk` goes on (none past the
-    /// warp's slots or past K).
+    /// The batch's weight row of the pass's row `row`: row `row % SET_ROWS` of set
+    /// `row / SET_ROWS` (set σ is chunk σ % 32 of tile row σ / 32, its rows 32 apart).
     #[inline(always)]
-    #[allow(clippy::identity_op)] // `seq!` literals
-    fn issue(&self, batch: u32, walk: &mut Walk) -> Batch {
-        let mut loads = Batch { codes: [[0; 4]; DEPTH as usize], scales: [0; DEPTH as usize] };
-        seq_macro::seq!(D in 0..6 {
-            let g = self.part_first_load + walk.load; // the load of the row
-            if batch + D < self.slots && g < self.lane_loads {
-                let row = self.first_row + walk.row;
-                let codes = self.codes + row as u64 * self.row_bytes + (g * LOAD_BYTES) as u64;
-                loads.codes[D] = memory::ld_global_nc_v4_b32(codes);
-                // The blocked layout is linear in the groups of four scale columns.
-                let scales = self.scales + layout::offset(row, 0, self.blocks) + g as u64 * LOAD_SCALE_BYTES;
-                loads.scales[D] = memory::ld_global_nc_u16(scales);
-            }
-            walk.advance(self);
-        });
-        loads
+    fn weight_row(&self, row: u32) -> u32 {
+        let set = self.first_set + row / SET_ROWS;
+        set / SETS_PER_TILE_ROW * layout::TILE_ROWS + row % SET_ROWS * layout::LANE_ROWS + set % SETS_PER_TILE_ROW
     }
 
-    /// Multiplies the batch's slots into `acc` as `walk` goes on, storing each unit's
-    /// partials at its end.
+    /// This lane's code address at the start of its part of the pass's row `row`, if that
+    /// is a weight row.
     #[inline(always)]
-    #[allow(clippy::identity_op)] // `seq!` literals
-    fn multiply<const M: usize>(&self, smem: Smem, batch: u32, walk: &mut Walk, loads: &Batch, acc: &mut [f32; M]) {
-        seq_macro::seq!(D in 0..6 {
-            if batch + D < self.slots {
-                let g = self.part_first_load + walk.load;
-                if g < self.lane_loads {
-                    self.multiply_slot(g, loads.codes[D], loads.scales[D], acc);
-                }
-                if walk.load == self.part_loads - 1 {
-                    // The unit's last slot: its partials, then a fresh sum.
-                    flush(smem, walk.row, self.part, acc);
-                }
-            }
-            walk.advance(self);
-        });
+    fn unit_codes(&self, row: u32) -> Option<u64> {
+        let row = self.weight_row(row);
+        (row < self.n).then(|| self.codes + row as u64 * self.row_bytes + (self.part_first_load * LOAD_BYTES) as u64)
     }
 
-    /// Adds this lane's two blocks of row load `g` (`codes`, scales `scales`) times each
-    /// activation row's to `acc`.
+    /// Copies this lane's share of the slot `fetch` is at into ring slot `slot`, if the
+    /// warp has that slot, it is in a weight row and the lane has blocks in its load; then
+    /// closes the lane's copy group (an empty one otherwise: every slot is one group).
     #[inline(always)]
-    fn multiply_slot<const M: usize>(&self, g: u32, codes: [u32; 4], scales: u16, acc: &mut [f32; M]) {
-        let b = doubled_words(codes);
-        let sb = e4m3x2_to_f32(scales);
+    fn copy(&self, ring: Ring, slot: u32, fetch: &Fetch, in_pass: bool) {
+        if let Some(codes) = fetch.codes
+            && in_pass
+            && self.part_first_load + fetch.walk.load < self.lane_loads
+        {
+            cp_async::cg_16(ring.slot(slot), codes, SLOT_CODE_BYTES);
+        }
+        cp_async::commit_group();
+    }
+
+    /// This lane's two scales of row load `g` of the pass's row `row`, as the low 16 bits.
+    #[inline(always)]
+    fn scales(&self, row: u32, g: u32) -> u32 {
+        let chunk = g * LOAD_TILES * self.stride + row / SET_ROWS;
+        let word = memory::ld_shared_b32(self.scales.offset(chunk * CHUNK_BYTES + row % SET_ROWS * SCALE_WORD_BYTES));
+        word >> self.scale_shift
+    }
+
+    /// Adds this lane's two blocks of row load `g` (`codes`, scales in the low 16 bits of
+    /// `scales`) times each activation row's to `acc`.
+    #[inline(always)]
+    fn multiply_slot<const M: usize>(&self, g: u32, codes: [u32; 4], scales: u32, acc: &mut [f32; M]) {
+        let sb = e4m3x2_to_f32(scales as u16);
         let act = self.act.offset(g * LOAD_ACT_BYTES);
         let act_scales = self.act_scales.offset(g * LOAD_BLOCKS * F32_BYTES);
         for (m, acc) in acc.iter_mut().enumerate() {
             let sa = memory::ld_shared_v2_b32(act_scales.offset(m as u32 * self.act_scales_row));
             for half in 0..LANE_BLOCKS as usize {
                 let block = act.offset(m as u32 * self.act_row + half as u32 * LOAD_ACT_BYTES / LANE_BLOCKS);
-                let a = memory::ld_shared_v4_b32(block);
-                let mut dot = 0;
-                for w in 0..4 {
-                    dot = integer::dp4a(a[w], b[4 * half + w], dot);
-                }
+                let dot = block_dot(memory::ld_shared_v4_b32(block), [codes[2 * half], codes[2 * half + 1]]);
                 // Both exact: S·sfa/4·sfb has at most 20 significant bits.
                 let scale = cvt::mul_f32(f32::from_bits(sa[half]), sb[half]);
                 *acc = cvt::fma_f32(dot as f32, scale, *acc);
             }
         }
     }
+}
+
+/// Step 2a: the pass's weight scales into the stage, one 16-byte chunk per set and tile
+/// (consecutive threads take consecutive sets of a tile: chunks side by side in memory),
+/// as this thread's first copy group.
+#[inline(always)]
+fn stage_scales(smem: Smem, sfb: u64, pass: &Pass, tiles: u32, blocks: u32, tid: u32) {
+    let mut i = tid;
+    while i < pass.sets * tiles {
+        let (set, tile) = (i % pass.sets, i / pass.sets);
+        let global = pass.first_set + set;
+        let (tile_row, chunk) = (global / SETS_PER_TILE_ROW, global % SETS_PER_TILE_ROW);
+        let src = sfb + layout::tile_offset(tile_row, tile, blocks) + (chunk * CHUNK_BYTES) as u64;
+        cp_async::cg_16(smem.chunk(tile, set, pass.stride), src, CHUNK_BYTES);
+        i += THREADS;
+    }
+    cp_async::commit_group();
 }
 
 /// A unit's end: lane 0 stores the warp's sum for each activation row as the partial of
@@ -482,51 +610,88 @@ fn rows<const M: usize>(args: &GemmArgs) {
 
     let row_bytes = (k / 2) as u64;
     let lane_block = LANE_BLOCKS * lane; // this lane's first block in each warp load
-    let first = (cta as u64 * n as u64 / ctas as u64) as u32;
-    let end = ((cta as u64 + 1) * n as u64 / ctas as u64) as u32;
-    // Passes of equal size (within a row), each at most PASS_ROWS.
-    let pass_rows = (end - first).div_ceil((end - first).div_ceil(PASS_ROWS));
-    let mut first_row = first;
-    while first_row < end {
-        let rows = if end - first_row < pass_rows { end - first_row } else { pass_rows };
+    let tiles = tiles(k);
+    let sfb = args.sfb + l as u64 * layout::batch_bytes(n, blocks);
+    let sets = sets(n);
+    let first = (cta as u64 * sets as u64 / ctas as u64) as u32;
+    let end = ((cta as u64 + 1) * sets as u64 / ctas as u64) as u32;
+    // Passes of equal size (within a set), each at most what the stage holds.
+    let pass_sets = (end - first).div_ceil((end - first).div_ceil(max_pass_sets(M as u32, k)));
+    let mut first_set = first;
+    while first_set < end {
+        let sets = if end - first_set < pass_sets { end - first_set } else { pass_sets };
+        let rows = sets * SET_ROWS;
         let parts = parts(rows, loads);
         let part_loads = loads.div_ceil(parts);
         // Units u = warp, warp + WARPS, ... of the pass's rows · parts, part-fastest.
         let units = rows * parts;
         let my_units = if warp_in_cta < units { (units - warp_in_cta).div_ceil(WARPS) } else { 0 };
         let part = warp_in_cta % parts;
+        let stride = stage_stride(sets);
         let pass = Pass {
-            first_row,
+            first_set,
+            sets,
             parts,
             part_loads,
+            n,
             part,
             part_first_load: part * part_loads,
             slots: my_units * part_loads,
             lane_loads: if blocks > lane_block { (blocks - lane_block).div_ceil(LOAD_BLOCKS) } else { 0 },
             codes: args.b + l as u64 * n as u64 * row_bytes + (lane_block * BLOCK_BYTES) as u64,
-            scales: args.sfb + l as u64 * layout::batch_bytes(n, blocks) + layout::offset(0, lane_block, blocks),
+            scales: smem.chunk(lane_block / layout::TILE_COLS, 0, stride),
+            stride,
+            scale_shift: lane_block % layout::TILE_COLS * u8::BITS,
             act: smem.act(0, lane_block),
             act_scales: smem.scale(0, lane_block),
             row_bytes,
             act_row: smem.act_row,
             act_scales_row: blocks * F32_BYTES,
-            blocks,
         };
 
-        // Step 2: this warp's units, a batch of DEPTH load slots multiplied while the next
-        // batch's loads are in flight. (One copy of the batch's code with the buffers
-        // copied, not two taking turns: the hot loop then fits the instruction cache,
-        // 1x7168x16384 42.9-43.0 -> 41.8-42.1 us, docs/perf-notes.md, session 25.)
+        // Step 2: the pass's scales, then this warp's units through the lane's ring. The
+        // copy of slot s + RING - 1 goes into the ring slot that slot s - 1 was read from
+        // (this lane's reads of it are done: their products were taken), then slot s is
+        // awaited and multiplied. The scales are the oldest copy group: the first wait
+        // for the ring's groups covers them, and a barrier shows them to every thread.
+        // (Converting the activations after these copies' issue instead of before them:
+        // 1x7168x16384 0.7 us faster, 1x7168x2048 1.1 us slower, docs/perf-notes.md,
+        // session 26.)
+        stage_scales(smem, sfb, &pass, tiles, blocks, tid);
+        let ring = smem.ring(warp_in_cta, lane);
+        let start = Walk { row: warp_in_cta / parts, load: 0 };
+        let mut fetch = Fetch::new(&pass, start);
+        let mut slot_in = 0; // the ring slot the next copy fills
+        while slot_in < RING - 1 {
+            pass.copy(ring, slot_in, &fetch, slot_in < pass.slots);
+            fetch.advance(&pass);
+            slot_in += 1;
+        }
+        cp_async::wait_group::<{ RING - 1 }>();
+        barrier::sync_unaligned(BARRIER_CTA, THREADS);
+
+        let (mut walk, mut slot_out) = (start, 0);
+        let mut in_rows = pass.weight_row(walk.row) < n;
         let mut acc = [0f32; M];
-        let mut walk = Walk { row: warp_in_cta / parts, load: 0 };
-        let mut ahead = walk;
-        let mut batch = 0;
-        let mut current = pass.issue(batch, &mut ahead);
-        while batch < pass.slots {
-            let next = pass.issue(batch + DEPTH, &mut ahead);
-            pass.multiply(smem, batch, &mut walk, &current, &mut acc);
-            current = next;
-            batch += DEPTH;
+        let mut s = 0;
+        while s < pass.slots {
+            pass.copy(ring, slot_in, &fetch, s + RING - 1 < pass.slots);
+            fetch.advance(&pass);
+            slot_in = if slot_in == RING - 1 { 0 } else { slot_in + 1 };
+            cp_async::wait_group::<{ RING - 1 }>();
+            let g = pass.part_first_load + walk.load;
+            if in_rows && g < pass.lane_loads {
+                let codes = memory::ld_shared_v4_b32(ring.slot(slot_out));
+                pass.multiply_slot(g, codes, pass.scales(walk.row, g), &mut acc);
+            }
+            let row = walk.row;
+            if walk.advance(&pass) {
+                // The unit's last slot: its partials, then a fresh sum.
+                flush(smem, row, pass.part, &mut acc);
+                in_rows = pass.weight_row(walk.row) < n;
+            }
+            slot_out = if slot_out == RING - 1 { 0 } else { slot_out + 1 };
+            s += 1;
         }
 
         // Step 3: the parts in order, the epilogue, C. (The epilogue's arguments are
@@ -538,17 +703,19 @@ fn rows<const M: usize>(args: &GemmArgs) {
         let mut t = tid;
         while t < rows * M as u32 {
             let (r, m) = (t % rows, t / rows);
-            let mut sum = f32::from_bits(memory::ld_shared_b32(smem.partial(r, 0, m)));
-            for p in 1..parts {
-                sum += f32::from_bits(memory::ld_shared_b32(smem.partial(r, p, m)));
+            let row = pass.weight_row(r);
+            if row < n {
+                let mut sum = f32::from_bits(memory::ld_shared_b32(smem.partial(r, 0, m)));
+                for p in 1..parts {
+                    sum += f32::from_bits(memory::ld_shared_b32(smem.partial(r, p, m)));
+                }
+                let at = c + (m as u64 * n as u64 + row as u64) * OUT_BYTES as u64;
+                memory::st_global_b16(at, epilogue.one(sum, row));
             }
-            let row = first_row + r;
-            let at = c + (m as u64 * n as u64 + row as u64) * OUT_BYTES as u64;
-            memory::st_global_b16(at, epilogue.one(sum, row));
             t += THREADS;
         }
         barrier::sync_unaligned(BARRIER_CTA, THREADS);
-        first_row += rows;
+        first_set += sets;
     }
 }
 
