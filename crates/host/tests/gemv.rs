@@ -87,13 +87,14 @@ fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
     assert!(launch("4x1024x16384").dynamic_smem <= kernel::gemv::SMEM_LIMIT);
 }
 
-/// The parts per row balance the warps: on 1x7168x16384 a CTA's 55 rows of 16 warp loads
-/// in 2 parts give the busiest of 16 warps 7 units of 8 load slots (the even share is 55
-/// slots); on 1x7168x2048 (2 loads per row) whole rows, 4 units of 2 slots.
+/// The parts per row balance the warps: on 1x7168x16384 a CTA's 28 pairs of rows of 16
+/// warp loads in 4 parts give each of 16 warps 7 units of 4 load slots, where whole pairs
+/// would give 12 warps 32 slots and 4 warps 16; on 1x7168x2048 (2 loads per row) whole
+/// pairs.
 #[test]
 fn parts_give_the_busiest_warp_the_fewest_loads() {
-    assert_eq!(kernel::gemv::parts(55, 16), 2);
-    assert_eq!(kernel::gemv::parts(55, 2), 1);
-    assert_eq!(kernel::gemv::parts(1, 16), 8, "one row: its loads over 8 warps");
+    assert_eq!(kernel::gemv::parts(28, 16), 4);
+    assert_eq!(kernel::gemv::parts(28, 2), 1);
+    assert_eq!(kernel::gemv::parts(1, 16), 8, "one pair: its loads over 8 warps");
     assert_eq!(kernel::gemv::parts(64, 1), 1, "one load per row: nothing to split");
 }

@@ -160,17 +160,18 @@ fn sm90_uses_the_hopper_instructions_it_is_written_with() {
 }
 
 /// sm90v2's GEMV multiplies with `dp4a` on bytes that `prmt` looks up: one body per M =
-/// 1..4, its loop one load slot long, 16 `dp4a` per slot and activation row (the positive
-/// and the negative codes of two blocks of 16) and 16 `prmt` per slot; its weights come
-/// through `cp.async` (the ring and the scales' stage), no tensor core, no mbarrier.
+/// 1..4, its loop one load slot of two weight rows long, 32 `dp4a` per slot and activation
+/// row (the positive and the negative codes of two blocks of 16 in each row) and 32
+/// `prmt` per slot; its weights come through `cp.async` (the ring and the scales' stage),
+/// no tensor core, no mbarrier.
 #[test]
 fn the_gemv_uses_byte_dot_products() {
     let ptx = target("sm90a").unwrap().ptx;
     let body = &ptx[ptx.find(".entry nvfp4_gemv_sm90(").expect("the GEMV entry")..];
     let body = &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)];
     let count = |op: &str| body.matches(op).count();
-    assert_eq!(count("dp4a.s32.s32"), 16 * (1 + 2 + 3 + 4));
-    assert!(count("prmt.b32") >= 4 * 16, "two lookups per 4 codes");
+    assert_eq!(count("dp4a.s32.s32"), 32 * (1 + 2 + 3 + 4));
+    assert!(count("prmt.b32") >= 4 * 32, "two lookups per 4 codes");
     assert!(count("cp.async.cg.shared.global") >= 2, "the ring's copies and the stage's");
     assert_eq!(count("wgmma") + count("mbarrier"), 0);
 }

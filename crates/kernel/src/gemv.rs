@@ -8,8 +8,8 @@
 //! splits: 46.5 us on an H100, where reading the weights at the measured copy bandwidth
 //! takes 22. The SMs' CUDA cores make 117 M products in a few microseconds if each costs
 //! a few instructions, so one launch can stream the weights with nothing before it and
-//! nothing after it: 38.6-38.9 us there, 15.1-15.3 on 1x4096x7168, 11.4 on 1x7168x2048
-//! (docs/perf-notes.md, session 26).
+//! nothing after it: 38.2-38.5 us there, 14.9-15.1 on 1x4096x7168, 11.0-11.2 on
+//! 1x7168x2048 (docs/perf-notes.md, session 26).
 //!
 //! **Exact integer products.** Twice an e2m1 value is an integer in -12..=12, a signed
 //! byte, so a scale block's dot product S = Σ (2a)(2b) over its 16 values is an exact
@@ -32,12 +32,14 @@
 //!    reading each lane's two scale bytes from global memory fetched 16 sectors for 64
 //!    useful bytes per warp load). It cuts every row into `parts` equal ranges of *warp
 //!    loads* (64 consecutive scale blocks of one row, 16 bytes per lane: 512 contiguous
-//!    bytes) and deals the (row, part) units to the 16 warps round robin ([`parts`] picks
-//!    the count). Each lane keeps a ring of `RING` slots in shared memory, filled by
-//!    `cp.async`: a warp has `RING - 1` loads in flight while it multiplies the oldest one
-//!    that has landed, in a loop one slot long (no unrolled batches: its code fits the
-//!    instruction cache). At each unit's end the warp sums its lanes (a fixed butterfly
-//!    of shuffles) and lane 0 stores the unit's partial per activation row.
+//!    bytes) and deals the (pair of rows, part) units to the 16 warps round robin
+//!    ([`parts`] picks the count; a pair is two rows of a set, which share the
+//!    activations' reads and the loop's bookkeeping). Each lane keeps a ring of `RING`
+//!    slots in shared memory, filled by `cp.async`: a warp has `RING - 1` slots (a warp
+//!    load of each row of its pair) in flight while it multiplies the oldest one that has
+//!    landed, in a loop one slot long (no unrolled batches: its code fits the instruction
+//!    cache). At each unit's end the warp sums its lanes (a fixed butterfly of shuffles)
+//!    and lane 0 stores the unit's partials per row and activation row.
 //! 3. After a CTA barrier, one thread per (row, activation row) adds the row's parts in
 //!    part order, applies the epilogue and stores C; a second barrier frees the partials
 //!    and the stage for the next pass.
@@ -46,13 +48,14 @@
 //! not depend on timing. No workspace, no other launch, no split across CTAs. The body is
 //! compiled once per M (`rows`), so every loop over the activation rows is unrolled.
 //!
-//! **Where the time goes** (session 26, `ncu` of 1x7168x16384): the launch takes 32.2 us
-//! (38.6 us of events, the launch and the cache flush around it included), reads DRAM at
-//! 64 % of its peak and issues in 57 % of the cycles, 16.6 M warp instructions; its warps
-//! still wait most often for instructions to be fetched (`stalled_no_instruction` 1.9
-//! warps per issue). Each further activation row adds its `dp4a`s and shared-memory
-//! reads: 4x7168x16384 took 54.3 us on an earlier build, against 46.6 on decode tiles,
-//! hence [`MAX_PRODUCTS`].
+//! **Where the time goes** (session 26, `ncu` of 1x7168x16384): the launch takes 32.4 us
+//! (38.3 us of events, the launch and the cache flush around it included), reads DRAM at
+//! 63 % of its peak and issues in 49 % of the cycles, 14.1 M warp instructions (16.6 M
+//! with one row per unit); its warps wait most often for instructions to be fetched
+//! (`stalled_no_instruction` 2.3 warps per issue) and for their copies (long scoreboard
+//! 1.9). Each further activation row adds its `dp4a`s and shared-memory reads:
+//! 4x7168x16384 took 54.3 us on an earlier build, against 46.6 on decode tiles, hence
+//! [`MAX_PRODUCTS`].
 //!
 //! **Limits.** NVFP4 activations only: 16-bit activations (W4A16) are not integers, and
 //! stay on sm90v2's decode tiles. M ≤ [`MAX_M`], M·N·K·L ≤ [`MAX_PRODUCTS`], K a multiple
@@ -88,11 +91,17 @@ const BLOCK_BYTES: u32 = SF_VECTOR / 2;
 const LANE_BLOCKS: u32 = 2;
 const LOAD_BLOCKS: u32 = LANE_BLOCKS * WARP;
 /// Load slots in each lane's ring of copies in shared memory: a warp keeps `RING - 1`
-/// warp loads in flight (3.5 KiB per warp, 56 KiB per SM) while it multiplies the oldest
-/// one that has landed. (12 slots: 1-2 us slower on 1x7168x16384 and 1x4096x7168,
-/// docs/perf-notes.md, session 26.)
-const RING: u32 = 8;
-/// Bytes of a lane's slot: its 16 code bytes.
+/// slots in flight (4 KiB per warp, 64 KiB per SM) while it multiplies the oldest one
+/// that has landed. (7 slots: 1.2-2 us slower at M = 1 on 1x7168x16384 and 1x28672x4096,
+/// 7 us at M = 2, whose stage then holds too few sets for one pass; 12 slots of one row
+/// each were 1-2 us slower than 8, docs/perf-notes.md, session 26.)
+const RING: u32 = 5;
+/// Weight rows a warp multiplies together (rows 32 apart of one set): they share the
+/// activations' shared-memory reads and the loop's bookkeeping.
+const UNIT_ROWS: u32 = 2;
+const _: () = assert!(UNIT_ROWS == 2 && SET_ROWS.is_multiple_of(UNIT_ROWS), "a unit's rows: [_; 2], in one set");
+const _: () = assert!(MAX_M == 4, "the loops over the activation rows are `seq!(I in 0..4)`");
+/// Bytes of a lane's load in one row: 16 code bytes.
 const SLOT_CODE_BYTES: u32 = 16;
 /// The weights' scales in the blocked layout: a tile of 128 rows x 4 scale columns is 32
 /// chunks of 16 bytes, chunk c holding rows c, c + 32, c + 64, c + 96 (a 4-byte word of
@@ -127,8 +136,9 @@ const _: () = assert!(CTAS_PER_SM * (SMEM_LIMIT + 1024) <= 228 * 1024, "the CTAs
 // ---------------------------------------------------------------------------------------
 // Shared memory map: activations [M][K rounded up to a warp load] signed bytes, their
 // scales [M][K/16] f32 (sfa/4), the partials [PASS_ROWS][MAX_PARTS][MAX_M] f32, the
-// lanes' rings of codes [WARPS][RING][WARP] x 16 bytes (a warp's slot is 512 contiguous
-// bytes: its lanes' copies and reads are free of bank conflicts), then the pass's weight
+// lanes' rings of codes [WARPS][RING][UNIT_ROWS][WARP] x 16 bytes (a warp's load of a row
+// is 512 contiguous bytes: its lanes' copies and reads are free of bank conflicts), then
+// the pass's weight
 // scales [tiles of K][odd stride >= the pass's sets] x 16-byte chunks (an odd stride
 // spreads the 16 tiles a warp reads over 8 banks: two-way conflicts at most).
 // ---------------------------------------------------------------------------------------
@@ -146,7 +156,7 @@ const PARTIALS_BYTES: u64 = (PASS_ROWS * MAX_PARTS * MAX_M * F32_BYTES) as u64;
 const fn ring_offset(m: u64, k: u64) -> u64 {
     partials_offset(m, k) + PARTIALS_BYTES
 }
-const RING_BYTES: u64 = (WARPS * RING * WARP * SLOT_CODE_BYTES) as u64;
+const RING_BYTES: u64 = (WARPS * RING * UNIT_ROWS * WARP * SLOT_CODE_BYTES) as u64;
 const fn stage_offset(m: u64, k: u64) -> u64 {
     ring_offset(m, k) + RING_BYTES
 }
@@ -216,21 +226,23 @@ pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     }
 }
 
-/// What a unit's end (the warp's sums, see `flush`) costs, in load slots.
-const FLUSH_SLOTS: u32 = 1;
+/// What a load slot (both rows of a pair) and a unit's end (the warp's sums, see `flush`)
+/// cost, relative to each other.
+const SLOT_COST: u32 = 2;
+const FLUSH_COST: u32 = 1;
 
-/// Parts per row for a pass of `rows` rows of `loads` warp loads each: the power of two,
-/// up to `MAX_PARTS` and the loads, that gives the busiest warp the least work (its
-/// units times a part's loads and its end; a row's last part may have empty slots), the
-/// smallest on ties. 1x7168x16384 on 132 SMs (54-55 rows per CTA, 16 loads per row): 2
-/// parts, 7 units of 8 slots per warp (the even share is 55 slots); 1x7168x2048 (2 loads
-/// per row): 1 part, 4 units of 2 slots.
-pub const fn parts(rows: u32, loads: u32) -> u32 {
-    let (mut best, mut best_slots, mut p) = (1, u32::MAX, 1);
+/// Parts per row for a pass of `pairs` pairs of rows of `loads` warp loads each: the power
+/// of two, up to `MAX_PARTS` and the loads, that gives the busiest warp the least work
+/// (its units times a part's loads and its end; a row's last part may have empty slots),
+/// the smallest on ties. 1x7168x16384 on 132 SMs (13-14 sets, 26-28 pairs per CTA, 16
+/// loads per row): 4 parts, 7 units of 4 slots per warp (whole pairs: 2 units of 16 for
+/// 12 warps, 1 for the other 4); 1x7168x2048 (2 loads per row): 1 part.
+pub const fn parts(pairs: u32, loads: u32) -> u32 {
+    let (mut best, mut best_cost, mut p) = (1, u32::MAX, 1);
     while p <= MAX_PARTS && p <= loads {
-        let slots = (rows * p).div_ceil(WARPS) * (loads.div_ceil(p) + FLUSH_SLOTS);
-        if slots < best_slots {
-            (best, best_slots) = (p, slots);
+        let cost = (pairs * p).div_ceil(WARPS) * (loads.div_ceil(p) * SLOT_COST + FLUSH_COST);
+        if cost < best_cost {
+            (best, best_cost) = (p, cost);
         }
         p *= 2;
     }
@@ -280,7 +292,7 @@ impl Smem {
     }
     /// Slot 0 of the ring of lane `lane` of warp `warp`.
     fn ring(self, warp: u32, lane: u32) -> Ring {
-        Ring(self.base.offset(self.ring + (warp * RING * WARP + lane) * SLOT_CODE_BYTES))
+        Ring(self.base.offset(self.ring + (warp * RING * UNIT_ROWS * WARP + lane) * SLOT_CODE_BYTES))
     }
     /// The staged chunk of the pass's set `set` in scale tile `tile` (`stride` chunks per tile).
     fn chunk(self, tile: u32, set: u32, stride: u32) -> SmemAddr {
@@ -288,13 +300,14 @@ impl Smem {
     }
 }
 
-/// One lane's ring of code copies: its 16 bytes of slot 0 (a slot's lanes side by side).
+/// One lane's ring of code copies: its 16 bytes of slot 0's first row (a row's lanes side
+/// by side, then the slot's second row).
 #[derive(Clone, Copy)]
 struct Ring(SmemAddr);
 
 impl Ring {
-    fn slot(self, slot: u32) -> SmemAddr {
-        self.0.offset(slot * WARP * SLOT_CODE_BYTES)
+    fn slot(self, slot: u32, row: u32) -> SmemAddr {
+        self.0.offset((slot * UNIT_ROWS + row) * WARP * SLOT_CODE_BYTES)
     }
 }
 
@@ -413,13 +426,13 @@ const LOAD_BYTES: u32 = LOAD_BLOCKS * BLOCK_BYTES;
 const LOAD_TILES: u32 = LOAD_BLOCKS / layout::TILE_COLS;
 const _: () = assert!(LOAD_BLOCKS.is_multiple_of(layout::TILE_COLS) && LANE_BLOCKS <= layout::TILE_COLS);
 
-/// Where a warp is in its walk over its units' load slots: row `row` of the pass, load
-/// `load` of the warp's part ([`Pass::part`]). Units go round robin over the warps,
-/// part-fastest, and the parts divide the warps: a warp's units are all the same part of
-/// rows `WARPS / parts` apart.
+/// Where a warp is in its walk over its units' load slots: pair `pair` of the pass's rows
+/// (rows 2·pair and 2·pair + 1, see [`Pass::weight_row`]), load `load` of the warp's part
+/// ([`Pass::part`]). Units go round robin over the warps, part-fastest, and the parts
+/// divide the warps: a warp's units are all the same part of pairs `WARPS / parts` apart.
 #[derive(Clone, Copy)]
 struct Walk {
-    row: u32,
+    pair: u32,
     load: u32,
 }
 
@@ -429,7 +442,7 @@ impl Walk {
         self.load += 1;
         let unit_ends = self.load == pass.part_loads;
         if unit_ends {
-            self.row += WARPS / pass.parts;
+            self.pair += WARPS / pass.parts;
             self.load = 0;
         }
         unit_ends
@@ -437,21 +450,24 @@ impl Walk {
 }
 
 /// The copying side of a warp's walk, `RING - 1` slots ahead of the multiplying side: its
-/// place, and this lane's code address there (each warp load is 512 bytes further along
-/// the row), `None` past the weight rows.
+/// place, this lane's code address there in the pair's first row (each warp load is 512
+/// bytes further along the row; `None` past the weight rows), and whether the second row
+/// is a weight row.
 #[derive(Clone, Copy)]
 struct Fetch {
     walk: Walk,
     codes: Option<u64>,
+    second: bool,
 }
 
 impl Fetch {
     fn new(pass: &Pass, walk: Walk) -> Fetch {
-        Fetch { walk, codes: pass.unit_codes(walk.row) }
+        let (codes, second) = pass.unit_codes(walk.pair);
+        Fetch { walk, codes, second }
     }
     fn advance(&mut self, pass: &Pass) {
         if self.walk.advance(pass) {
-            self.codes = pass.unit_codes(self.walk.row);
+            (self.codes, self.second) = pass.unit_codes(self.walk.pair);
         } else if let Some(codes) = &mut self.codes {
             *codes += LOAD_BYTES as u64;
         }
@@ -501,51 +517,78 @@ impl Pass {
         set / SETS_PER_TILE_ROW * layout::TILE_ROWS + row % SET_ROWS * layout::LANE_ROWS + set % SETS_PER_TILE_ROW
     }
 
-    /// This lane's code address at the start of its part of the pass's row `row`, if that
-    /// is a weight row.
+    /// This lane's code address at the start of its part of pair `pair`'s first row, if
+    /// that is a weight row, and whether its second row (32 rows on) is one.
     #[inline(always)]
-    fn unit_codes(&self, row: u32) -> Option<u64> {
-        let row = self.weight_row(row);
-        (row < self.n).then(|| self.codes + row as u64 * self.row_bytes + (self.part_first_load * LOAD_BYTES) as u64)
+    fn unit_codes(&self, pair: u32) -> (Option<u64>, bool) {
+        let row = self.weight_row(UNIT_ROWS * pair);
+        let codes = self.codes + row as u64 * self.row_bytes + (self.part_first_load * LOAD_BYTES) as u64;
+        ((row < self.n).then_some(codes), row + layout::LANE_ROWS < self.n)
     }
 
     /// Copies this lane's share of the slot `fetch` is at into ring slot `slot`, if the
-    /// warp has that slot, it is in a weight row and the lane has blocks in its load; then
-    /// closes the lane's copy group (an empty one otherwise: every slot is one group).
+    /// warp has that slot, it is in weight rows and the lane has blocks in its load (a
+    /// second row past the weight rows reads as zeros); then closes the lane's copy group
+    /// (an empty one otherwise: every slot is one group).
     #[inline(always)]
     fn copy(&self, ring: Ring, slot: u32, fetch: &Fetch, in_pass: bool) {
         if let Some(codes) = fetch.codes
             && in_pass
             && self.part_first_load + fetch.walk.load < self.lane_loads
         {
-            cp_async::cg_16(ring.slot(slot), codes, SLOT_CODE_BYTES);
+            cp_async::cg_16(ring.slot(slot, 0), codes, SLOT_CODE_BYTES);
+            let second = codes + layout::LANE_ROWS as u64 * self.row_bytes;
+            cp_async::cg_16(ring.slot(slot, 1), second, if fetch.second { SLOT_CODE_BYTES } else { 0 });
         }
         cp_async::commit_group();
     }
 
-    /// This lane's two scales of row load `g` of the pass's row `row`, as the low 16 bits.
+    /// This lane's two scales of row load `g` of pair `pair`'s two rows, each as the low
+    /// 16 bits (the rows' words are side by side in their set's chunk).
     #[inline(always)]
-    fn scales(&self, row: u32, g: u32) -> u32 {
-        let chunk = g * LOAD_TILES * self.stride + row / SET_ROWS;
-        let word = memory::ld_shared_b32(self.scales.offset(chunk * CHUNK_BYTES + row % SET_ROWS * SCALE_WORD_BYTES));
-        word >> self.scale_shift
+    fn scales(&self, pair: u32, g: u32) -> [u32; 2] {
+        let chunk = g * LOAD_TILES * self.stride + pair / (SET_ROWS / UNIT_ROWS);
+        let first_row = pair % (SET_ROWS / UNIT_ROWS) * UNIT_ROWS;
+        let at = self.scales.offset(chunk * CHUNK_BYTES + first_row * SCALE_WORD_BYTES);
+        memory::ld_shared_v2_b32(at).map(|word| word >> self.scale_shift)
     }
 
-    /// Adds this lane's two blocks of row load `g` (`codes`, scales in the low 16 bits of
-    /// `scales`) times each activation row's to `acc`.
+    /// Adds this lane's two blocks of row load `g` of both rows of a pair (`codes`, their
+    /// scales in the low 16 bits of `scales`) times each activation row's to `acc`.
     #[inline(always)]
-    fn multiply_slot<const M: usize>(&self, g: u32, codes: [u32; 4], scales: u32, acc: &mut [f32; M]) {
-        let sb = e4m3x2_to_f32(scales as u16);
+    fn multiply_slot<const M: usize>(&self, g: u32, codes: [[u32; 4]; 2], scales: [u32; 2], acc: &mut [[f32; 2]; M]) {
+        let sb = [e4m3x2_to_f32(scales[0] as u16), e4m3x2_to_f32(scales[1] as u16)];
         let act = self.act.offset(g * LOAD_ACT_BYTES);
         let act_scales = self.act_scales.offset(g * LOAD_BLOCKS * F32_BYTES);
-        for (m, acc) in acc.iter_mut().enumerate() {
-            let sa = memory::ld_shared_v2_b32(act_scales.offset(m as u32 * self.act_scales_row));
-            for half in 0..LANE_BLOCKS as usize {
-                let block = act.offset(m as u32 * self.act_row + half as u32 * LOAD_ACT_BYTES / LANE_BLOCKS);
-                let dot = block_dot(memory::ld_shared_v4_b32(block), [codes[2 * half], codes[2 * half + 1]]);
+        // Each activation row in turn (unrolled by `seq!`: LLVM keeps a rolled loop's
+        // accumulators in local memory).
+        seq_macro::seq!(I in 0..4 {
+            if I < M {
+                self.multiply_row(I, act, act_scales, codes, sb, &mut acc[I % M]);
+            }
+        });
+    }
+
+    /// [`Pass::multiply_slot`] for activation row `m`.
+    #[inline(always)]
+    fn multiply_row(
+        &self,
+        m: usize,
+        act: SmemAddr,
+        act_scales: SmemAddr,
+        codes: [[u32; 4]; 2],
+        sb: [[f32; 2]; 2],
+        acc: &mut [f32; 2],
+    ) {
+        let sa = memory::ld_shared_v2_b32(act_scales.offset(m as u32 * self.act_scales_row));
+        for half in 0..LANE_BLOCKS as usize {
+            let block = act.offset(m as u32 * self.act_row + half as u32 * LOAD_ACT_BYTES / LANE_BLOCKS);
+            let a = memory::ld_shared_v4_b32(block);
+            for row in 0..UNIT_ROWS as usize {
+                let dot = block_dot(a, [codes[row][2 * half], codes[row][2 * half + 1]]);
                 // Both exact: S·sfa/4·sfb has at most 20 significant bits.
-                let scale = cvt::mul_f32(f32::from_bits(sa[half]), sb[half]);
-                *acc = cvt::fma_f32(dot as f32, scale, *acc);
+                let scale = cvt::mul_f32(f32::from_bits(sa[half]), sb[row][half]);
+                acc[row] = cvt::fma_f32(dot as f32, scale, acc[row]);
             }
         }
     }
@@ -568,18 +611,22 @@ fn stage_scales(smem: Smem, sfb: u64, pass: &Pass, tiles: u32, blocks: u32, tid:
     cp_async::commit_group();
 }
 
-/// A unit's end: lane 0 stores the warp's sum for each activation row as the partial of
-/// part `p` of the pass's row `r`; `acc` starts again from zero.
+/// A unit's end: lane 0 stores the warp's sum for each row of pair `pair` and activation
+/// row as the partial of part `p` of that row; `acc` starts again from zero.
 #[inline(always)]
-fn flush<const M: usize>(smem: Smem, r: u32, p: u32, acc: &mut [f32; M]) {
+fn flush<const M: usize>(smem: Smem, pair: u32, p: u32, acc: &mut [[f32; 2]; M]) {
     let lane = special::tid_x() % WARP;
-    for (m, acc) in acc.iter_mut().enumerate() {
-        let sum = warp_sum(*acc, lane);
-        if lane == 0 {
-            memory::st_shared_b32(smem.partial(r, p, m as u32), sum.to_bits());
+    seq_macro::seq!(I in 0..4 {
+        if I < M {
+            for (row, acc) in acc[I % M].iter_mut().enumerate() {
+                let sum = warp_sum(*acc, lane);
+                if lane == 0 {
+                    memory::st_shared_b32(smem.partial(UNIT_ROWS * pair + row as u32, p, I), sum.to_bits());
+                }
+                *acc = 0.0;
+            }
         }
-        *acc = 0.0;
-    }
+    });
 }
 
 /// The kernel body, run by every thread of every CTA: `rows` for the call's M.
@@ -621,10 +668,10 @@ fn rows<const M: usize>(args: &GemmArgs) {
     while first_set < end {
         let sets = if end - first_set < pass_sets { end - first_set } else { pass_sets };
         let rows = sets * SET_ROWS;
-        let parts = parts(rows, loads);
+        let parts = parts(rows / UNIT_ROWS, loads);
         let part_loads = loads.div_ceil(parts);
-        // Units u = warp, warp + WARPS, ... of the pass's rows · parts, part-fastest.
-        let units = rows * parts;
+        // Units u = warp, warp + WARPS, ... of the pass's pairs · parts, part-fastest.
+        let units = rows / UNIT_ROWS * parts;
         let my_units = if warp_in_cta < units { (units - warp_in_cta).div_ceil(WARPS) } else { 0 };
         let part = warp_in_cta % parts;
         let stride = stage_stride(sets);
@@ -659,7 +706,7 @@ fn rows<const M: usize>(args: &GemmArgs) {
         // session 26.)
         stage_scales(smem, sfb, &pass, tiles, blocks, tid);
         let ring = smem.ring(warp_in_cta, lane);
-        let start = Walk { row: warp_in_cta / parts, load: 0 };
+        let start = Walk { pair: warp_in_cta / parts, load: 0 };
         let mut fetch = Fetch::new(&pass, start);
         let mut slot_in = 0; // the ring slot the next copy fills
         while slot_in < RING - 1 {
@@ -671,8 +718,8 @@ fn rows<const M: usize>(args: &GemmArgs) {
         barrier::sync_unaligned(BARRIER_CTA, THREADS);
 
         let (mut walk, mut slot_out) = (start, 0);
-        let mut in_rows = pass.weight_row(walk.row) < n;
-        let mut acc = [0f32; M];
+        let mut in_rows = pass.weight_row(UNIT_ROWS * walk.pair) < n;
+        let mut acc = [[0f32; 2]; M];
         let mut s = 0;
         while s < pass.slots {
             pass.copy(ring, slot_in, &fetch, s + RING - 1 < pass.slots);
@@ -681,14 +728,17 @@ fn rows<const M: usize>(args: &GemmArgs) {
             cp_async::wait_group::<{ RING - 1 }>();
             let g = pass.part_first_load + walk.load;
             if in_rows && g < pass.lane_loads {
-                let codes = memory::ld_shared_v4_b32(ring.slot(slot_out));
-                pass.multiply_slot(g, codes, pass.scales(walk.row, g), &mut acc);
+                let codes = [
+                    memory::ld_shared_v4_b32(ring.slot(slot_out, 0)),
+                    memory::ld_shared_v4_b32(ring.slot(slot_out, 1)),
+                ];
+                pass.multiply_slot(g, codes, pass.scales(walk.pair, g), &mut acc);
             }
-            let row = walk.row;
+            let pair = walk.pair;
             if walk.advance(&pass) {
                 // The unit's last slot: its partials, then a fresh sum.
-                flush(smem, row, pass.part, &mut acc);
-                in_rows = pass.weight_row(walk.row) < n;
+                flush(smem, pair, pass.part, &mut acc);
+                in_rows = pass.weight_row(UNIT_ROWS * walk.pair) < n;
             }
             slot_out = if slot_out == RING - 1 { 0 } else { slot_out + 1 };
             s += 1;
