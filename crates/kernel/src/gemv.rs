@@ -8,7 +8,7 @@
 //! splits: 46.5 us on an H100, where reading the weights at the measured copy bandwidth
 //! takes 22. The SMs' CUDA cores make 117 M products in a few microseconds if each costs
 //! a few instructions, so one launch can stream the weights with nothing before it and
-//! nothing after it: 38.2-38.5 us there, 14.9-15.1 on 1x4096x7168, 11.0-11.2 on
+//! nothing after it: 38.3-38.5 us there, 14.9-15.0 on 1x4096x7168, 11.1-11.2 on
 //! 1x7168x2048 (docs/perf-notes.md, session 26).
 //!
 //! **Exact integer products.** Twice an e2m1 value is an integer in -12..=12, a signed
