@@ -26,7 +26,7 @@
 //! of a batch owns sets [x·S/X, (x+1)·S/X) (S sets, X CTAs per batch), in passes of as
 //! many sets as the scales' stage holds (equal within a set). Steps:
 //! 1. The CTA converts its batch's M activation rows into shared memory: each 16-value
-//!    block as 16 signed bytes and its scale as the f32 sfa/4 (`prepare`).
+//!    block as 16 signed bytes and its scale as the f32 sfa/4 (`Activations`).
 //! 2. Each pass copies its sets' weight scales into shared memory, one chunk per set and
 //!    tile (`stage_scales`: whole 32-byte sectors between neighbouring sets, where
 //!    reading each lane's two scale bytes from global memory fetched 16 sectors for 64
@@ -349,7 +349,7 @@ fn block_dot(act: [u32; 4], codes: [u32; 2]) -> i32 {
 }
 
 /// Twice the values of the four e2m1 codes in bits 0..16 of `codes` as four signed bytes
-/// (byte i from code i): the activations' conversion in `prepare` (see [`block_dot`] for
+/// (byte i from code i): the activations' conversion in `Activations::store` (see [`block_dot`] for
 /// the lookups; the negative codes' magnitudes are negated bytewise, 0x80 - v flipped at
 /// the top bit: no borrow crosses a byte, v ≤ 12).
 #[inline(always)]
@@ -385,26 +385,76 @@ fn e4m3x2_to_f32(pair: u16) -> [f32; 2] {
 // The kernel
 // ---------------------------------------------------------------------------------------
 
-/// Step 1: batch `l`'s activations into shared memory, two blocks per thread and turn.
-#[inline(always)]
-fn prepare(args: &GemmArgs, smem: Smem, l: u32, tid: u32) {
-    let (m_rows, blocks) = (args.m, smem.blocks);
-    let row_bytes = (args.k / 2) as u64;
-    let sfa = args.sfa + l as u64 * layout::batch_bytes(m_rows, blocks);
-    let pairs = blocks / LANE_BLOCKS;
-    let mut i = tid;
-    while i < m_rows * pairs {
-        let (m, kb) = (i / pairs, i % pairs * LANE_BLOCKS);
-        let row = args.a + (l as u64 * m_rows as u64 + m as u64) * row_bytes;
-        let bytes = doubled_words(memory::ld_global_nc_v4_b32(row + (kb * BLOCK_BYTES) as u64));
-        memory::st_shared_v4_b32(smem.act(m, kb), [bytes[0], bytes[1], bytes[2], bytes[3]]);
-        memory::st_shared_v4_b32(smem.act(m, kb + 1), [bytes[4], bytes[5], bytes[6], bytes[7]]);
-        let scales = e4m3x2_to_f32(memory::ld_global_nc_u16(sfa + layout::offset(m, kb, blocks)));
+/// Step 1: batch `l`'s activations into shared memory, two blocks per item: item i is
+/// blocks 2j, 2j + 1 of activation row i / (K/32), j = i % (K/32); threads take items
+/// tid, tid + THREADS, ... A thread's first item is loaded before the weights' first
+/// copies are issued and stored after (see `rows`), so that its loads do not queue behind
+/// the copies and its conversion overlaps them. (Its other items, loaded after, do: on
+/// 4x4096x7168, 896 items, this order is 0.9 us slower than converting every item before
+/// the copies, where every other shape measured is 0.4-2.0 us faster; holding a second
+/// item's loads across the copies' issue made ptxas spill, docs/perf-notes.md, session 26.)
+#[derive(Clone, Copy)]
+struct Activations {
+    smem: Smem,
+    codes: u64,
+    scales: u64,
+    row_bytes: u64,
+    pairs: u32,
+    items: u32,
+}
+
+/// One item's loads: 32 codes and their two scale bytes.
+#[derive(Clone, Copy)]
+struct ActivationLoads {
+    codes: [u32; 4],
+    scales: u16,
+}
+
+impl Activations {
+    fn new(args: &GemmArgs, smem: Smem, l: u32) -> Activations {
+        let (m_rows, blocks) = (args.m, smem.blocks);
+        let row_bytes = (args.k / 2) as u64;
+        let pairs = blocks / LANE_BLOCKS;
+        Activations {
+            smem,
+            codes: args.a + l as u64 * m_rows as u64 * row_bytes,
+            scales: args.sfa + l as u64 * layout::batch_bytes(m_rows, blocks),
+            row_bytes,
+            pairs,
+            items: m_rows * pairs,
+        }
+    }
+
+    #[inline(always)]
+    fn load(&self, i: u32) -> ActivationLoads {
+        let (m, kb) = (i / self.pairs, i % self.pairs * LANE_BLOCKS);
+        let codes = memory::ld_global_nc_v4_b32(self.codes + m as u64 * self.row_bytes + (kb * BLOCK_BYTES) as u64);
+        let scales = memory::ld_global_nc_u16(self.scales + layout::offset(m, kb, self.smem.blocks));
+        ActivationLoads { codes, scales }
+    }
+
+    #[inline(always)]
+    fn store(&self, i: u32, loads: ActivationLoads) {
+        let (m, kb) = (i / self.pairs, i % self.pairs * LANE_BLOCKS);
+        let bytes = doubled_words(loads.codes);
+        memory::st_shared_v4_b32(self.smem.act(m, kb), [bytes[0], bytes[1], bytes[2], bytes[3]]);
+        memory::st_shared_v4_b32(self.smem.act(m, kb + 1), [bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let scales = e4m3x2_to_f32(loads.scales);
         // sfa/4 is exact: a power of two, far from f32's subnormals.
         let quarter = [cvt::mul_f32(scales[0], 0.25), cvt::mul_f32(scales[1], 0.25)];
-        memory::st_shared_b32(smem.scale(m, kb), quarter[0].to_bits());
-        memory::st_shared_b32(smem.scale(m, kb + 1), quarter[1].to_bits());
-        i += THREADS;
+        memory::st_shared_b32(self.smem.scale(m, kb), quarter[0].to_bits());
+        memory::st_shared_b32(self.smem.scale(m, kb + 1), quarter[1].to_bits());
+    }
+
+    /// Stores this thread's first item (loaded as `first`), then loads and stores its others.
+    #[inline(always)]
+    fn finish(&self, tid: u32, first: ActivationLoads) {
+        self.store(tid, first);
+        let mut i = tid + THREADS;
+        while i < self.items {
+            self.store(i, self.load(i));
+            i += THREADS;
+        }
     }
 }
 
@@ -652,8 +702,8 @@ fn rows<const M: usize>(args: &GemmArgs) {
     let tid = special::tid_x();
     let (warp_in_cta, lane) = (tid / WARP, tid % WARP);
 
-    prepare(args, smem, l, tid);
-    barrier::sync_unaligned(BARRIER_CTA, THREADS);
+    let activations = Activations::new(args, smem, l);
+    let mut first_activations = (tid < activations.items).then(|| activations.load(tid));
 
     let row_bytes = (k / 2) as u64;
     let lane_block = LANE_BLOCKS * lane; // this lane's first block in each warp load
@@ -701,9 +751,9 @@ fn rows<const M: usize>(args: &GemmArgs) {
         // (this lane's reads of it are done: their products were taken), then slot s is
         // awaited and multiplied. The scales are the oldest copy group: the first wait
         // for the ring's groups covers them, and a barrier shows them to every thread.
-        // (Converting the activations after these copies' issue instead of before them:
-        // 1x7168x16384 0.7 us faster, 1x7168x2048 1.1 us slower, docs/perf-notes.md,
-        // session 26.)
+        // (Loading the activations too after these copies' issue: 1x7168x16384 0.7 us
+        // faster, 1x7168x2048 1.1 us slower than converting them before; a first item
+        // loaded before, converted after: both faster, docs/perf-notes.md, session 26.)
         stage_scales(smem, sfb, &pass, tiles, blocks, tid);
         let ring = smem.ring(warp_in_cta, lane);
         let start = Walk { pair: warp_in_cta / parts, load: 0 };
@@ -713,6 +763,10 @@ fn rows<const M: usize>(args: &GemmArgs) {
             pass.copy(ring, slot_in, &fetch, slot_in < pass.slots);
             fetch.advance(&pass);
             slot_in += 1;
+        }
+        if let Some(first) = first_activations.take() {
+            // Step 1, in the first pass, while its copies are in flight.
+            activations.finish(tid, first);
         }
         cp_async::wait_group::<{ RING - 1 }>();
         barrier::sync_unaligned(BARRIER_CTA, THREADS);
