@@ -8,8 +8,8 @@
 //! splits: 46.5 us on an H100, where reading the weights at the measured copy bandwidth
 //! takes 22. The SMs' CUDA cores make 117 M products in a few microseconds if each costs
 //! a few instructions, so one launch can stream the weights with nothing before it and
-//! nothing after it: 38.3-38.5 us there, 14.9-15.0 on 1x4096x7168, 11.1-11.2 on
-//! 1x7168x2048 (docs/perf-notes.md, session 26).
+//! nothing after it: 37.5-37.8 us there, 14.3 on 1x4096x7168, 10.4-10.6 on 1x7168x2048
+//! (docs/perf-notes.md, session 26).
 //!
 //! **Exact integer products.** Twice an e2m1 value is an integer in -12..=12, a signed
 //! byte, so a scale block's dot product S = Σ (2a)(2b) over its 16 values is an exact
@@ -26,7 +26,9 @@
 //! of a batch owns sets [x·S/X, (x+1)·S/X) (S sets, X CTAs per batch), in passes of as
 //! many sets as the scales' stage holds (equal within a set). Steps:
 //! 1. The CTA converts its batch's M activation rows into shared memory: each 16-value
-//!    block as 16 signed bytes and its scale as the f32 sfa/4 (`Activations`).
+//!    block as 16 signed bytes and its scale as the f32 sfa/4 (`Activations`; each
+//!    thread's first item is loaded before the first pass's copies are issued and
+//!    converted while they fly).
 //! 2. Each pass copies its sets' weight scales into shared memory, one chunk per set and
 //!    tile (`stage_scales`: whole 32-byte sectors between neighbouring sets, where
 //!    reading each lane's two scale bytes from global memory fetched 16 sectors for 64
@@ -48,12 +50,12 @@
 //! not depend on timing. No workspace, no other launch, no split across CTAs. The body is
 //! compiled once per M (`rows`), so every loop over the activation rows is unrolled.
 //!
-//! **Where the time goes** (session 26, `ncu` of 1x7168x16384): the launch takes 32.4 us
-//! (38.3 us of events, the launch and the cache flush around it included), reads DRAM at
-//! 63 % of its peak and issues in 49 % of the cycles, 14.1 M warp instructions (16.6 M
-//! with one row per unit); its warps wait most often for instructions to be fetched
-//! (`stalled_no_instruction` 2.3 warps per issue) and for their copies (long scoreboard
-//! 1.9). Each further activation row adds its `dp4a`s and shared-memory reads:
+//! **Where the time goes** (session 26, `ncu` of 1x7168x16384): the launch takes 32.8 us
+//! (37.5-37.8 us of events, the launch and the cache flush around it included), reads
+//! DRAM at 62 % of its peak and issues in 45 % of the cycles, 13.9 M warp instructions
+//! (16.6 M with one row per unit); its warps wait most often for instructions to be
+//! fetched (`stalled_no_instruction` 2.3 warps per issue) and for their copies (long
+//! scoreboard 1.9). Each further activation row adds its `dp4a`s and shared-memory reads:
 //! 4x7168x16384 took 54.3 us on an earlier build, against 46.6 on decode tiles, hence
 //! [`MAX_PRODUCTS`].
 //!
