@@ -140,9 +140,9 @@ const _: () = assert!(CTAS_PER_SM * (SMEM_LIMIT + 1024) <= 228 * 1024, "the CTAs
 // scales [M][K/16] f32 (sfa/4), the partials [PASS_ROWS][MAX_PARTS][MAX_M] f32, the
 // lanes' rings of codes [WARPS][RING][UNIT_ROWS][WARP] x 16 bytes (a warp's load of a row
 // is 512 contiguous bytes: its lanes' copies and reads are free of bank conflicts), then
-// the pass's weight
-// scales [tiles of K][odd stride >= the pass's sets] x 16-byte chunks (an odd stride
-// spreads the 16 tiles a warp reads over 8 banks: two-way conflicts at most).
+// the pass's weight scales [tiles of K][odd stride >= the pass's sets] x 16-byte chunks
+// (an odd stride spreads the 16 tiles a warp reads over 8 banks: two-way conflicts at
+// most).
 // ---------------------------------------------------------------------------------------
 
 const fn act_row_bytes(k: u64) -> u64 {
@@ -203,10 +203,15 @@ pub const MAX_PRODUCTS: u64 = 1 << 28;
 /// 1 to [`MAX_M`], at most [`MAX_PRODUCTS`] products, K a multiple of [`K_MULTIPLE`] with
 /// the activations and one set's scales within [`SMEM_LIMIT`], L within the grid.
 pub const fn takes(m: u32, n: u32, k: u32, l: u32) -> bool {
-    let rows = m >= 1 && m <= MAX_M;
     let products = m as u64 * n as u64 * k as u64 * l as u64;
-    let fits = k > 0 && k.is_multiple_of(K_MULTIPLE) && m <= MAX_M && max_pass_sets(m, k) > 0;
-    rows && products > 0 && products <= MAX_PRODUCTS && fits && l <= MAX_GRID_YZ
+    // The shared memory last: it is only summed for the M and K the other checks allow.
+    m >= 1
+        && m <= MAX_M
+        && products > 0
+        && products <= MAX_PRODUCTS
+        && l <= MAX_GRID_YZ
+        && k.is_multiple_of(K_MULTIPLE)
+        && max_pass_sets(m, k) > 0
 }
 
 /// The sets of a batch of `n` weight rows (whole tile rows: the last one's rows past `n`
@@ -351,9 +356,9 @@ fn block_dot(act: [u32; 4], codes: [u32; 2]) -> i32 {
 }
 
 /// Twice the values of the four e2m1 codes in bits 0..16 of `codes` as four signed bytes
-/// (byte i from code i): the activations' conversion in `Activations::store` (see [`block_dot`] for
-/// the lookups; the negative codes' magnitudes are negated bytewise, 0x80 - v flipped at
-/// the top bit: no borrow crosses a byte, v ≤ 12).
+/// (byte i from code i): the activations' conversion in `Activations::store` (see
+/// [`block_dot`] for the lookups; the negative codes' magnitudes are negated bytewise, 0x80
+/// - v flipped at the top bit: no borrow crosses a byte, v ≤ 12).
 #[inline(always)]
 fn doubled(codes: u32) -> u32 {
     const BYTE_TOPS: u32 = 0x8080_8080;
