@@ -29,7 +29,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub use cudarc::driver::sys::CUstream;
 use cudarc::driver::sys::{self, CUfunction_attribute as FuncAttr};
 use cudarc::driver::{CudaContext, CudaFunction};
-use cudarc::nvrtc::Ptx;
 use kernel::GemmArgs;
 use nvfp4::Shape;
 use nvfp4::epilogue::OutDtype;
@@ -114,8 +113,7 @@ impl Gemms {
     pub fn load(ctx: Arc<CudaContext>, info: DeviceInfo, kernel: Kernel) -> Result<Gemms> {
         kernel.check_device(&info)?;
         let (target, entry) = kernel.ptx();
-        let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
-        let module = ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
+        let module = embedded::load_module(&ctx, target)?;
         let mut functions = Vec::new();
         for step in kernel.every_step(info.multiprocessors) {
             if functions.iter().any(|(entry, _)| *entry == step.entry) {

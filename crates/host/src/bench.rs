@@ -53,22 +53,43 @@ pub fn decode_shapes() -> Vec<Shape> {
         .collect()
 }
 
-/// For a decode shape (M up to [`DECODE_MAX_M`]): the time its bytes (A, B, scales read, C
-/// written) take at the measured copy bandwidth, the floor of every row, and B's share.
-pub fn bandwidth_floor_note(shape: Shape, limits: &Limits) -> Option<String> {
-    let gbps = limits.copy_gbps?;
-    if shape.m > DECODE_MAX_M {
-        return None;
+/// A shape's bandwidth floors: what a plain read of its A, B and scales took after the same
+/// L2 flush as every row (100% of read) and, for a decode shape (M up to [`DECODE_MAX_M`]),
+/// the time its bytes (A, B, scales read, C written) take at the measured copy bandwidth
+/// (100% of copy) and B's share of them.
+pub fn bandwidth_floor_note(shape: Shape, limits: &Limits, read: &ReadFloor) -> String {
+    let read = format!(
+        "a plain read of its {:.2} MB of A, B and scales took {:.2} us after the same L2 flush ({:.0} GB/s): \
+         its floor under this method (100% of read)",
+        read.bytes as f64 / 1e6,
+        read.median_us,
+        read.gbps
+    );
+    match limits.copy_gbps {
+        Some(gbps) if shape.m <= DECODE_MAX_M => {
+            let bytes = shape.bytes_read() + shape.c_bytes();
+            let weights = shape.b_bytes() + shape.sfb_bytes();
+            format!(
+                "{shape}: decode; its {:.2} MB (B and SFB {:.1}% of them) take {:.2} us at the measured copy \
+                 bandwidth (100% of copy); {read}",
+                bytes as f64 / 1e6,
+                100.0 * weights as f64 / bytes as f64,
+                bytes as f64 / (gbps * 1e9) * 1e6
+            )
+        }
+        _ => format!("{shape}: {read}"),
     }
-    let bytes = shape.bytes_read() + shape.c_bytes();
-    let weights = shape.b_bytes() + shape.sfb_bytes();
-    Some(format!(
-        "{shape}: decode; its {:.2} MB (B and SFB {:.1}% of them) take {:.2} us at the measured copy bandwidth: \
-         the floor of every row (100% of copy)",
-        bytes as f64 / 1e6,
-        100.0 * weights as f64 / bytes as f64,
-        bytes as f64 / (gbps * 1e9) * 1e6
-    ))
+}
+
+/// A plain read of a shape's operand bytes (A, B and both scales, as the NVFP4 call reads
+/// them) with `kernel::stream`, timed like every row: the bandwidth floor under the
+/// benchmark's method, whose L2 flush leaves dirty lines that the first reads write back.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReadFloor {
+    pub shape: String,
+    pub bytes: u64,
+    pub median_us: f64,
+    pub gbps: f64,
 }
 
 /// A baseline's output passes when ‖got − want‖₂ / ‖want‖₂ is below this.
@@ -153,6 +174,8 @@ pub struct Entry {
     pub gbps: f64,
     /// `gbps` over the measured copy bandwidth.
     pub of_copy: Option<f64>,
+    /// The plain read of the shape's bytes ([`ReadFloor`]): its time over this row's.
+    pub of_read: Option<f64>,
     /// `tflops` over the measured fp16 GEMM rate.
     pub of_fp16_gemm: Option<f64>,
     pub check: Check,
@@ -181,6 +204,7 @@ impl Entry {
             tflops,
             gbps,
             of_copy: limits.copy_gbps.map(|c| gbps / c),
+            of_read: None,
             of_fp16_gemm: limits.fp16_gemm_tflops.map(|t| tflops / t),
             check,
             speedup_of_best: None,
@@ -220,6 +244,8 @@ pub struct BenchReport {
     pub iters: usize,
     pub inputs: String,
     pub limits: Limits,
+    /// Each shape's read floor.
+    pub read_floors: Vec<ReadFloor>,
     /// Where cuBLAS and cuBLASLt were loaded from (or why not), and their versions.
     pub libraries: Vec<String>,
     pub entries: Vec<Entry>,
@@ -386,8 +412,17 @@ impl BenchReport {
         }
         let _ = writeln!(s);
         let header = format!(
-            "{:<16} {:<30} {:>10} {:>8} {:>7} {:>8} {:>8} {:<15} {:>8}",
-            "shape", "implementation", "median us", "TFLOP/s", "GB/s", "of copy", "of fp16", "check", "speed-up"
+            "{:<16} {:<30} {:>10} {:>8} {:>7} {:>8} {:>8} {:>8} {:<15} {:>8}",
+            "shape",
+            "implementation",
+            "median us",
+            "TFLOP/s",
+            "GB/s",
+            "of copy",
+            "of read",
+            "of fp16",
+            "check",
+            "speed-up"
         );
         let _ = writeln!(s, "{header}");
         let _ = writeln!(s, "{}", "-".repeat(header.len()));
@@ -400,13 +435,14 @@ impl BenchReport {
             let name = if e.ours { format!("ours: {}", e.implementation) } else { e.implementation.clone() };
             let _ = writeln!(
                 s,
-                "{:<16} {:<30} {:>10.2} {:>8.1} {:>7.0} {:>8} {:>8} {:<15} {:>8}",
+                "{:<16} {:<30} {:>10.2} {:>8.1} {:>7.0} {:>8} {:>8} {:>8} {:<15} {:>8}",
                 e.shape,
                 name,
                 e.median_us,
                 e.tflops,
                 e.gbps,
                 percent(e.of_copy),
+                percent(e.of_read),
                 percent(e.of_fp16_gemm),
                 e.check.summary,
                 speedup_text(e)
@@ -422,11 +458,12 @@ impl BenchReport {
                 };
                 let _ = writeln!(
                     s,
-                    "{:<16} {:<30} {:>10.2} {:>8.1} {:>7} {:>8} {:>8} {:<15} {:>8}",
+                    "{:<16} {:<30} {:>10.2} {:>8.1} {:>7} {:>8} {:>8} {:>8} {:<15} {:>8}",
                     "geomean (3)",
                     name,
                     g.median_us,
                     g.tflops,
+                    "",
                     "",
                     "",
                     "",
@@ -439,13 +476,15 @@ impl BenchReport {
         let _ = writeln!(
             s,
             "GB/s: the NVFP4 problem's bytes (A, B, scales read, C written) over the time, for every row; of copy / of fp16: \
-             that over the measured limits."
+             that over the measured limits; of read: the time a plain read of the shape's A, B and scales took after the \
+             same L2 flush, over the row's (the notes give it in us)."
         );
         if self.entries.iter().any(|e| e.m <= DECODE_MAX_M) {
             let _ = writeln!(
                 s,
                 "decode rows (M <= {DECODE_MAX_M}): reading the weights is the floor, so `of copy` is how close the row \
-                 gets to the measured copy bandwidth (the notes give each shape's floor in us)."
+                 gets to the measured copy bandwidth, and `of read` how close to what reading its bytes costs right after \
+                 the flush, whose dirty lines the first reads write back (the notes give each shape's floors in us)."
             );
         }
         let _ = writeln!(
@@ -658,6 +697,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
     let mut timer = Timer::new(&gpu)?;
     let mut skipped = Vec::new();
     let mut notes = Vec::new();
+    let mut read_floors: Vec<ReadFloor> = Vec::new();
     let mut library_lines = Vec::new();
     let mut bad = false;
 
@@ -699,10 +739,13 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
     let mut entries = Vec::new();
     for &shape in &opts.shapes {
         eprintln!("bench: {shape}: inputs and the exact CPU reference");
-        notes.extend(bandwidth_floor_note(shape, &limits));
         crate::generate::check_host_memory(shape, false)?;
         let problem = generate(shape, Distribution::GpuMode, 1);
         let want = reference(&problem);
+        let read = read_floor(&gpu, &mut timer, &problem, opts.iters)?;
+        eprintln!("bench: {shape}: {:<30} {:>10.2} us", "plain read of its bytes", read.median_us);
+        notes.push(bandwidth_floor_note(shape, &limits, &read));
+        read_floors.push(read);
         for &mode in &opts.modes {
             let takers: Vec<usize> = (0..kernels.len()).filter(|&i| kernels[i].takes(mode)).collect();
             if takers.is_empty() {
@@ -743,6 +786,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
             )?;
         }
     }
+    apply_read_floors(&mut entries, &read_floors);
     rank(&mut entries);
     let geomean = geomean_rows(&entries);
     let report = BenchReport {
@@ -751,6 +795,7 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
         iters: opts.iters,
         inputs: "gpumode inputs (seed 1)".into(),
         limits,
+        read_floors,
         libraries: library_lines,
         entries,
         geomean,
@@ -758,6 +803,32 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
         notes,
     };
     Ok((report, bad))
+}
+
+/// Sets each entry's `of_read`: its shape's read floor (if measured) over its time.
+pub fn apply_read_floors(entries: &mut [Entry], floors: &[ReadFloor]) {
+    for e in entries {
+        e.of_read = floors.iter().find(|r| r.shape == e.shape).map(|r| r.median_us / e.median_us);
+    }
+}
+
+/// Times a plain read of `p`'s operand bytes (B, SFB, A, SFA, as one buffer) after the
+/// same flush as every row, once its XORs are checked against the CPU's.
+fn read_floor(gpu: &Gpu, timer: &mut Timer, p: &crate::problem::Problem, iters: usize) -> Result<ReadFloor> {
+    let bytes: Vec<u8> = [&p.b[..], &p.sfb, &p.a, &p.sfa].concat();
+    let padded = crate::stream::padded(&bytes);
+    let reader = crate::stream::Reader::new(gpu, &padded)?;
+    reader.launch()?;
+    if reader.xors()? != crate::stream::expected(&padded, gpu.info.multiprocessors) {
+        return Err(failed(format!("{}: the plain read's XORs differ from the CPU's", p.shape)));
+    }
+    let timing = timer.time(iters, || reader.launch())?;
+    Ok(ReadFloor {
+        shape: p.shape.to_string(),
+        bytes: bytes.len() as u64,
+        median_us: timing.median_us,
+        gbps: bytes.len() as f64 / (timing.median_us * 1e-6) / 1e9,
+    })
 }
 
 /// One shape's baselines.
@@ -1034,6 +1105,7 @@ pub(crate) mod tests {
             iters: 50,
             inputs: "gpumode inputs (seed 1)".into(),
             limits: l,
+            read_floors: vec![],
             libraries: vec!["cuBLAS 13.1.0 (from the loader path)".into()],
             entries,
             geomean,
@@ -1062,7 +1134,8 @@ pub(crate) mod tests {
     fn decode_rows_are_measured_against_the_bandwidth_floor() {
         let l = limits();
         let shape: Shape = "1x7168x16384".parse().unwrap();
-        let note = bandwidth_floor_note(shape, &l).unwrap();
+        let read = ReadFloor { shape: shape.to_string(), bytes: 66_060_288, median_us: 34.0, gbps: 1943.0 };
+        let note = bandwidth_floor_note(shape, &l, &read);
         let bytes = (shape.bytes_read() + shape.c_bytes()) as f64;
         let floor_us = bytes / 3000e9 * 1e6;
         assert!(note.contains(&format!("{floor_us:.2} us")), "{note}");
@@ -1070,13 +1143,32 @@ pub(crate) mod tests {
         // A row at the floor is at 100% of copy.
         let e = Entry::new(shape, "sm90v2", true, timing(floor_us), exact(), &l);
         assert!((e.of_copy.unwrap() - 1.0).abs() < 1e-9);
-        assert!(bandwidth_floor_note("128x7168x16384".parse().unwrap(), &l).is_none());
-        assert!(bandwidth_floor_note(shape, &Limits::default()).is_none());
-        // The footer explains the column only when a decode row is there.
+        // The plain read's floor: in the note of every shape, and each row of its shape
+        // against it; the copy floor only for decode shapes.
+        assert!(
+            note.contains(
+                "; a plain read of its 66.06 MB of A, B and scales took 34.00 us after the same L2 flush (1943 GB/s)"
+            ),
+            "{note}"
+        );
+        let prefill = bandwidth_floor_note("128x7168x16384".parse().unwrap(), &l, &read);
+        assert!(prefill.starts_with("128x7168x16384: a plain read of") && !prefill.contains("copy"), "{prefill}");
+        let unmeasured = bandwidth_floor_note(shape, &Limits::default(), &read);
+        assert!(unmeasured.starts_with("1x7168x16384: a plain read of"), "{unmeasured}");
+        let other = Entry::new("16x7168x16384".parse().unwrap(), "sm90v2", true, timing(40.0), exact(), &l);
+        let mut decode = vec![Entry::new(shape, "sm90v2", true, timing(40.0), exact(), &l), other];
+        apply_read_floors(&mut decode, std::slice::from_ref(&read));
+        assert!((decode[0].of_read.unwrap() - 0.85).abs() < 1e-9);
+        assert_eq!(decode[1].of_read, None);
+        // The footer explains the columns only when a decode row is there.
         let mut r = sample_report();
         assert!(!r.text().contains("decode rows"));
         r.entries.push(e);
-        assert!(r.text().contains("decode rows (M <= 16)"));
+        r.entries.append(&mut decode);
+        let text = r.text();
+        assert!(text.contains("decode rows (M <= 16)") && text.contains("`of read`"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("1x7168x16384") && l.contains("40.00")).unwrap();
+        assert!(row.contains("85.0%"), "{row}");
     }
 
     #[test]
@@ -1191,7 +1283,8 @@ pub(crate) mod tests {
 
     #[test]
     fn json_carries_everything() {
-        let r = sample_report();
+        let mut r = sample_report();
+        r.read_floors.push(ReadFloor { shape: "128x7168x2048".into(), bytes: 8_290_304, median_us: 8.5, gbps: 975.0 });
         let v: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(v["entries"].as_array().unwrap().len(), 20);
         assert_eq!(v["entries"][1]["implementation"], "sm90");
@@ -1200,6 +1293,8 @@ pub(crate) mod tests {
         assert_eq!(v["limits"]["copy_gbps"], 3000.0);
         assert_eq!(v["geomean"][0]["implementation"], OUR_BEST);
         assert_eq!(v["device"]["name"], "NVIDIA H100 80GB HBM3");
+        assert_eq!(v["read_floors"][0]["median_us"], 8.5);
+        assert!(v["entries"][0]["of_read"].is_null());
     }
 
     #[test]

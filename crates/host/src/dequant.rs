@@ -6,7 +6,6 @@
 //! for bit (a NaN scale gives the canonical NaN 0x7FFF, as `cvt.rn.f16x2.f32` writes).
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
 use half::f16;
 use kernel::dequant::{self, DequantArgs};
 use nvfp4::shape::SF_VECTOR;
@@ -87,8 +86,7 @@ pub const PTX: (&str, &str) = ("portable", "nvfp4_dequant_fp16");
 impl<'g> Dequantizer<'g> {
     pub fn new(gpu: &'g Gpu) -> Result<Dequantizer<'g>> {
         let (target, entry) = PTX;
-        let ptx = embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
-        let module = gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
+        let module = embedded::load_module(&gpu.ctx, target)?;
         let function = module.load_function(entry).context(format!("finding kernel {entry}"))?;
         Ok(Dequantizer { gpu, function })
     }

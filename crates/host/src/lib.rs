@@ -19,6 +19,7 @@ pub mod probes;
 pub mod problem;
 pub mod reference;
 pub mod report;
+pub mod stream;
 pub mod svg;
 pub mod verify;
 

@@ -14,7 +14,6 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaModule, DevicePtr, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
 use kernel::Launch;
 use kernel::probes::{self as k, ProbeArgs};
 
@@ -287,10 +286,7 @@ impl<'g> GpuProbes<'g> {
         let module = match self.modules.get(target) {
             Some(m) => m.clone(),
             None => {
-                let ptx =
-                    embedded::target(target).ok_or_else(|| Error::Failed(format!("no embedded PTX named {target}")))?;
-                let m =
-                    self.gpu.ctx.load_module(Ptx::from_src(ptx.ptx)).context(format!("loading the {target} PTX"))?;
+                let m = embedded::load_module(&self.gpu.ctx, target)?;
                 self.modules.insert(target, m.clone());
                 m
             }

@@ -28,8 +28,9 @@ fn each_ptx_has_its_entry_points() {
             .filter(|e| !e.starts_with("probe_"))
             .collect()
     };
-    // `nvfp4_dequant_fp16` is the benchmark baseline's dequantizer (kernel::dequant).
-    assert_eq!(entries("portable"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive"]);
+    // `nvfp4_dequant_fp16` is the benchmark baseline's dequantizer (kernel::dequant),
+    // `nvfp4_stream_read` its plain read of a decode call's bytes (kernel::stream).
+    assert_eq!(entries("portable"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_stream_read"]);
     assert_eq!(
         entries("sm90a"),
         [
@@ -57,10 +58,11 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_sm90v2_thin_prepare",
             "nvfp4_sm90v2_thin_reduce",
             "nvfp4_sm90v2_wide_prepare",
-            "nvfp4_sm90v2_wide_reduce"
+            "nvfp4_sm90v2_wide_reduce",
+            "nvfp4_stream_read"
         ]
     );
-    assert_eq!(entries("sm100a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm100"]);
+    assert_eq!(entries("sm100a"), ["nvfp4_dequant_fp16", "nvfp4_gemm_naive", "nvfp4_gemm_sm100", "nvfp4_stream_read"]);
 }
 
 #[test]

@@ -8,12 +8,13 @@
 //!
 //! | PTX target | kernels |
 //! |---|---|
-//! | `sm_75` (portable) | [`naive`], [`dequant`] |
-//! | `sm_90a` | [`naive`], [`dequant`], [`sm90`], [`sm90v2`], [`gemv`] |
-//! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`sm100`] |
+//! | `sm_75` (portable) | [`naive`], [`dequant`], [`stream`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`stream`], [`sm90`], [`sm90v2`], [`gemv`] |
+//! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`stream`], [`sm100`] |
 //!
-//! [`dequant`] is not a GEMM: it turns NVFP4 operands into fp16 for the benchmark's
-//! "dequantize, then cuBLAS" baseline.
+//! [`dequant`] and [`stream`] are not GEMMs: the first turns NVFP4 operands into fp16 for
+//! the benchmark's "dequantize, then cuBLAS" baseline, the second is a plain read that
+//! measures the benchmark's bandwidth floor at decode sizes.
 //!
 //! The [`probes`] (one tiny kernel per modelled instruction family, `host selftest
 //! --probes`) are in the `sm_90a` and `sm_100a` builds (`probe_warp` in all three).
@@ -86,6 +87,7 @@ pub mod sm100;
 pub mod sm90;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90v2;
+pub mod stream;
 
 /// The arguments every GEMM kernel takes: device addresses, the shape and the epilogue.
 ///
