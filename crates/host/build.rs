@@ -207,7 +207,9 @@ fn launch_bounds(ptx: &str) -> String {
     let mut pending = None;
     for line in ptx.lines() {
         if let Some(name) = line.strip_prefix(".visible .entry ").and_then(|l| l.strip_suffix('(')) {
-            let every = kernel::sm90v2::LAUNCH_BOUNDS.iter().chain([&kernel::gemv::LAUNCH_BOUNDS]);
+            let every = kernel::sm90v2::LAUNCH_BOUNDS
+                .iter()
+                .chain([&kernel::gemv::LAUNCH_BOUNDS, &kernel::skinny::LAUNCH_BOUNDS]);
             pending = every.into_iter().find(|b| b.0 == name);
         }
         if line == "{"

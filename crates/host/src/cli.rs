@@ -501,18 +501,28 @@ pub const CORRECTNESS_SHAPES: [&str; 10] = [
 
 /// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
 /// (33x520x4096: sm90v2's thin 64-row tiles with split K; 4x1000x2080x2: its GEMV with
-/// a last warp load of one lane per row.)
-pub const ODD_SHAPES: [&str; 7] =
-    ["1x1x64", "100x200x320", "129x257x128x3", "300x1000x1024", "255x77x64x2", "33x520x4096", "4x1000x2080x2"];
+/// a last warp load of one lane per row; 13x1000x3072x2: its mma.sync kernel, two n8
+/// halves, rows past N.)
+pub const ODD_SHAPES: [&str; 8] = [
+    "1x1x64",
+    "100x200x320",
+    "129x257x128x3",
+    "300x1000x1024",
+    "255x77x64x2",
+    "33x520x4096",
+    "4x1000x2080x2",
+    "13x1000x3072x2",
+];
 
 /// The first shapes of a selftest list that also run the [`epilogue_variants`] (and every
 /// odd shape does).
 const EPILOGUE_SHAPES: usize = 3;
 
 /// Small shapes the emulator runs in seconds (correctness shapes scaled down, plus the
-/// odd ones; 3x96x1056 is sm90v2's GEMV with a last warp load of one lane).
-pub const EMULATOR_SHAPES: [&str; 7] =
-    ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2", "3x96x1056"];
+/// odd ones; 3x96x1056 is sm90v2's GEMV with a last warp load of one lane, 9x96x1024 its
+/// mma.sync kernel).
+pub const EMULATOR_SHAPES: [&str; 8] =
+    ["128x256x256", "256x128x128", "1x1x64", "100x200x320", "129x136x128x3", "64x72x192x2", "3x96x1056", "9x96x1024"];
 
 /// The epilogues every kernel is checked with besides the identity: bf16 with alpha and a
 /// bias, fp16 with a negative alpha read from GPU memory, and bf16 alone.

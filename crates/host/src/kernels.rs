@@ -231,13 +231,16 @@ impl Kernel {
     /// The launches of one GEMM call on `sms` SMs with A in `format`, in stream order: the
     /// main launch; for `sm90v2` preceded by the prologue that dequantizes the activations
     /// into the workspace and, when it splits K, followed by the sum of the partials; or,
-    /// for `sm90v2` at decode sizes with NVFP4 activations ([`kernel::gemv::takes`]), the
-    /// CUDA-core GEMV alone.
+    /// for `sm90v2` at decode sizes with NVFP4 activations, the CUDA-core GEMV alone (M up
+    /// to 4, [`kernel::gemv::takes`]) or the one-launch mma.sync kernel (M up to 16,
+    /// [`kernel::skinny::takes`]).
     pub fn steps(self, shape: Shape, sms: u32, format: nvfp4::operand::AFormat) -> Vec<Step> {
         let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
+        let nvfp4 = format == nvfp4::operand::AFormat::Nvfp4;
         match self {
-            Kernel::Sm90v2 if format == nvfp4::operand::AFormat::Nvfp4 && kernel::gemv::takes(m, n, k, l) => {
-                vec![Kernel::gemv_step(shape, sms)]
+            Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, k, l) => vec![Kernel::gemv_step(shape, sms)],
+            Kernel::Sm90v2 if nvfp4 && kernel::skinny::takes(m, n, k, l, sms) => {
+                vec![Kernel::skinny_step(shape, sms)]
             }
             Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(m, n, k, l, sms)),
             _ => vec![Step {
@@ -262,6 +265,13 @@ impl Kernel {
     pub fn gemv_step(shape: Shape, sms: u32) -> Step {
         let launch = kernel::gemv::launch(shape.m, shape.n, shape.k, shape.l, sms);
         Step { entry: kernel::gemv::ENTRY, launch, body: kernel::gemv::gemv, programmatic: false }
+    }
+
+    /// The one-launch mma.sync kernel ([`kernel::skinny`]): sm90v2's calls with NVFP4
+    /// activations and M = 5..16 that it takes.
+    pub fn skinny_step(shape: Shape, sms: u32) -> Step {
+        let launch = kernel::skinny::launch(shape.n, shape.l, sms);
+        Step { entry: kernel::skinny::ENTRY, launch, body: kernel::skinny::skinny, programmatic: false }
     }
 
     /// The launches of one sm90v2 call on `plan` (its tile kind picks the entry points:
@@ -295,10 +305,13 @@ impl Kernel {
             let k = 8 * nvfp4::shape::K_GRANULE;
             let gemv = Kernel::gemv_step(Shape::new(1, 1, k, 1).expect("a valid shape"), sms);
             let gemv = Step { launch: Launch { dynamic_smem: kernel::gemv::SMEM_LIMIT, ..gemv.launch }, ..gemv };
+            // And the mma.sync kernel (its shared memory is the same for every call).
+            let skinny =
+                Kernel::skinny_step(Shape::new(16, 1, kernel::skinny::PHASE_K, 1).expect("a valid shape"), sms);
             return kernel::sm90v2::TILES
                 .iter()
                 .flat_map(|&tile| Kernel::sm90v2_steps(&kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms)))
-                .chain([gemv])
+                .chain([gemv, skinny])
                 .collect();
         }
         // The other kernels (one entry point each): a shape of every size class.
@@ -478,8 +491,10 @@ mod tests {
                 // sm90v2 has its own entry points for M <= 16 (decode tiles, or the GEMV
                 // with NVFP4 activations).
                 let (m, n, kk, l, sms) = (shape.m, shape.n, shape.k, shape.l, k.emulated_sms());
+                let nvfp4 = format == nvfp4::operand::AFormat::Nvfp4;
                 let main = match k {
-                    Kernel::Sm90v2 if m == 1 && format == nvfp4::operand::AFormat::Nvfp4 => kernel::gemv::ENTRY,
+                    Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, kk, l) => kernel::gemv::ENTRY,
+                    Kernel::Sm90v2 if nvfp4 && kernel::skinny::takes(m, n, kk, l, sms) => kernel::skinny::ENTRY,
                     Kernel::Sm90v2 => kernel::sm90v2::entries(m, n, kk, l, sms)[1],
                     _ => entry,
                 };

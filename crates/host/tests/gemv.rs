@@ -1,36 +1,19 @@
 //! sm90v2's CUDA-core GEMV (`kernel::gemv`: M <= 4, NVFP4 activations) under emulation,
 //! against the exact reference, and the calls that pick it.
 
-use host::emulate;
-use host::generate::{Distribution, generate};
-use host::reference::reference;
-use host::verify::{compare, unwritten};
+mod common;
+
+use common::{SMS, problem};
+use host::generate::Distribution;
 use host::{Kernel, Problem};
 use nvfp4::operand::AFormat;
 
-/// What emulation assumes: an H100 SXM's SMs.
-const SMS: u32 = host::kernels::H100_SXM_SMS;
-
-fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
-    generate(shape.parse().unwrap(), dist, seed)
-}
-
-/// Runs `p` as on a GPU of `sms` SMs and checks it: every element written, within
-/// tolerance, and bit-exact on the benchmark's distribution.
 fn check_problem(p: &Problem, dist: Distribution, sms: u32, what: &str) {
-    let steps = Kernel::Sm90v2.steps(p.shape, sms, p.a_format);
-    assert_eq!(steps.iter().map(|s| s.entry).collect::<Vec<_>>(), [kernel::gemv::ENTRY], "{what}");
-    let run = emulate::run_on(p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let c = compare(p.shape, &run.c, &reference(p));
-    assert_eq!(unwritten(&run.c), 0, "{what}: elements left unwritten");
-    assert!(c.passed(), "{what}: {c}");
-    assert!(c.bit_exact || dist != Distribution::GpuMode, "{what}: not bit-exact: {c}");
+    common::check_problem(p, dist, sms, kernel::gemv::ENTRY, what);
 }
 
 fn check(shape: &str, sms: u32) {
-    for dist in Distribution::ALL {
-        check_problem(&problem(shape, dist, 11), dist, sms, &format!("{shape} {dist} on {sms} SMs"));
-    }
+    common::check(shape, sms, 11, kernel::gemv::ENTRY);
 }
 
 /// Two blocks (K = 32, N = 1); N tails (rows of the last tile row's sets skipped); K =
@@ -64,7 +47,8 @@ fn the_gemv_applies_the_epilogue() {
 
 /// NVFP4 calls with at most 4 activation rows, 2^28 products and K a multiple of 32 run the
 /// GEMV alone (one launch, no workspace read); 16-bit activations, 5 rows, more products,
-/// K % 32 = 16 or activations too large for shared memory run on the decode tiles.
+/// K % 32 = 16 or activations too large for shared memory do not (the skinny kernel or the
+/// decode tiles take them, see tests/skinny.rs).
 #[test]
 fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
     let entries = |shape: &str, format: AFormat| -> Vec<&'static str> {
@@ -76,8 +60,9 @@ fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
     }
     // Too many rows, too many products, too much to hold, K % 32 = 16.
     for shape in ["5x64x1024", "3x7168x16384", "4x7168x16384", "1x7168x65536", "4x1024x65536", "1x77x1040"] {
-        assert_eq!(entries(shape, AFormat::Nvfp4)[1], "nvfp4_gemm_sm90v2_decode", "{shape}");
+        assert_ne!(entries(shape, AFormat::Nvfp4), [kernel::gemv::ENTRY], "{shape}");
     }
+    assert_eq!(entries("1x77x1040", AFormat::Nvfp4)[1], "nvfp4_gemm_sm90v2_decode");
     // One CTA per SM, shared out over the batches, at most one per set of 4 rows (77 rows:
     // one tile row, 32 sets).
     let launch = |shape: &str| Kernel::Sm90v2.main_step(shape.parse().unwrap(), SMS, AFormat::Nvfp4).launch;

@@ -45,6 +45,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_thin_medium",
             "nvfp4_gemm_sm90v2_wide",
             "nvfp4_gemv_sm90",
+            "nvfp4_skinny_sm90",
             "nvfp4_sm90v2_decode_prepare",
             "nvfp4_sm90v2_decode_reduce",
             "nvfp4_sm90v2_medium_prepare",
@@ -355,7 +356,9 @@ fn ptxas_assembles_every_kernel_without_spills() {
 fn sm90v2_gemm_entries_and_the_gemv_carry_their_launch_bounds() {
     let t = TARGETS.iter().find(|t| t.name == "sm90a").expect("the sm90a target");
     let report = t.ptxas_report.expect("a ptxas report");
-    for (entry, threads, ctas, regs) in kernel::sm90v2::LAUNCH_BOUNDS.into_iter().chain([kernel::gemv::LAUNCH_BOUNDS]) {
+    for (entry, threads, ctas, regs) in
+        kernel::sm90v2::LAUNCH_BOUNDS.into_iter().chain([kernel::gemv::LAUNCH_BOUNDS, kernel::skinny::LAUNCH_BOUNDS])
+    {
         let body =
             t.ptx.split(&format!(".visible .entry {entry}(")).nth(1).unwrap_or_else(|| panic!("no entry {entry}"));
         let head = &body[..body.find('{').expect("a body")];

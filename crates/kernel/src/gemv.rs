@@ -74,18 +74,13 @@ use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have.
 pub const MAX_M: u32 = 4;
-/// Threads per CTA (16 warps); one CTA per SM.
+/// The entry point, its threads per CTA (16 warps), one CTA per SM with all its registers.
+pub const ENTRY: &str = "nvfp4_gemv_sm90";
 pub const THREADS: u32 = 512;
 const CTAS_PER_SM: u32 = 1;
+pub const LAUNCH_BOUNDS: (&str, u32, u32, u32) = crate::launch_bounds(ENTRY, THREADS, CTAS_PER_SM);
 const WARP: u32 = 32;
 const WARPS: u32 = THREADS / WARP;
-/// Registers per thread: the SM's 64 K over one CTA (the build script writes the launch
-/// bounds into the PTX).
-const REGISTERS_PER_SM: u32 = 65536;
-pub const LAUNCH_BOUNDS: (&str, u32, u32, u32) =
-    (ENTRY, THREADS, CTAS_PER_SM, REGISTERS_PER_SM / (CTAS_PER_SM * THREADS));
-/// The entry point.
-pub const ENTRY: &str = "nvfp4_gemv_sm90";
 /// Packed bytes of one scale block (16 e2m1 values).
 const BLOCK_BYTES: u32 = SF_VECTOR / 2;
 /// Scale blocks per lane and load (16 bytes, one `cp.async`), and per warp load

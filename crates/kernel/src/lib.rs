@@ -9,7 +9,7 @@
 //! | PTX target | kernels |
 //! |---|---|
 //! | `sm_75` (portable) | [`naive`], [`dequant`], [`stream`] |
-//! | `sm_90a` | [`naive`], [`dequant`], [`stream`], [`sm90`], [`sm90v2`], [`gemv`] |
+//! | `sm_90a` | [`naive`], [`dequant`], [`stream`], [`sm90`], [`sm90v2`], [`gemv`], [`skinny`] |
 //! | `sm_100a` (+PTX 8.7) | [`naive`], [`dequant`], [`stream`], [`sm100`] |
 //!
 //! [`dequant`] and [`stream`] are not GEMMs: the first turns NVFP4 operands into fp16 for
@@ -81,6 +81,8 @@ pub mod probes;
 pub mod ptx;
 mod ring;
 mod rows;
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
+pub mod skinny;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod sm100;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
@@ -88,6 +90,15 @@ pub mod sm90;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 pub mod sm90v2;
 pub mod stream;
+
+/// Registers of one SM (64 K of 32 bits), shared out over its resident threads.
+pub const REGISTERS_PER_SM: u32 = 65536;
+
+/// A kernel's launch bounds as the host's build script writes them into the PTX (entry,
+/// threads per CTA, CTAs per SM, registers per thread: the SM's registers over its threads).
+pub const fn launch_bounds(entry: &'static str, threads: u32, ctas_per_sm: u32) -> (&'static str, u32, u32, u32) {
+    (entry, threads, ctas_per_sm, REGISTERS_PER_SM / (ctas_per_sm * threads))
+}
 
 /// The arguments every GEMM kernel takes: device addresses, the shape and the epilogue.
 ///

@@ -1129,7 +1129,7 @@ const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
 
 /// fp16(sf·64) in both halves of a pair, from one e4m3 scale byte (exact: ≤ 28672).
 #[inline(always)]
-fn scale_f16x2(sf: u32) -> u32 {
+pub(crate) fn scale_f16x2(sf: u32) -> u32 {
     cvt::mul_f16x2(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16), F16X2_SIXTY_FOUR)
 }
 
@@ -1153,7 +1153,7 @@ fn pair(q: u32, kind: u32, scale: u32) -> u32 {
 
 /// H[i] (i in 0..8, see the header) of one thread's two words and scale.
 #[inline(always)]
-fn h(words: u64, i: u32, scale: u32) -> u32 {
+pub(crate) fn h(words: u64, i: u32, scale: u32) -> u32 {
     pair((words >> (32 * (i / 4))) as u32, i % 4, scale)
 }
 

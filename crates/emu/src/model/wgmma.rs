@@ -256,17 +256,37 @@ pub fn mma_f32(
     negate_a: bool,
     negate_b: bool,
 ) -> Result<(), String> {
-    const M: usize = 64;
-    const K: usize = 16;
     if !u32::try_from(n).is_ok_and(valid_n) {
         return Err(format!("wgmma m64nNk16: N = {n} is not in 8..=256 in steps of 8"));
     }
-    for (name, len, want) in [("A", a.len(), M * K), ("B", b.len(), n * K), ("D", d.len(), M * n)] {
+    let sign = if negate_a != negate_b { -1.0 } else { 1.0 };
+    sum_products(inputs, 64, n, (a, b), d, accumulate, sign)
+}
+
+/// The arithmetic of the warp-level `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`
+/// (D = A·B + D, A 16×16 and B 8×16 f16 bits as in [`mma_f32`], D 16×8): the PTX ISA does not
+/// describe its internal sum either, so the model is [`mma_f32`]'s.
+pub fn mma_sync_m16n8k16_f32(a: &[u16], b: &[u16], d: &mut [f32]) -> Result<(), String> {
+    sum_products(Inputs::F16, 16, 8, (a, b), d, true, 1.0)
+}
+
+/// D (`rows` × `n`) = `sign`·A·B (+ D when `accumulate`), each element's products summed
+/// in f64 after D and rounded once.
+fn sum_products(
+    inputs: Inputs,
+    rows: usize,
+    n: usize,
+    (a, b): (&[u16], &[u16]),
+    d: &mut [f32],
+    accumulate: bool,
+    sign: f64,
+) -> Result<(), String> {
+    const K: usize = 16;
+    for (name, len, want) in [("A", a.len(), rows * K), ("B", b.len(), n * K), ("D", d.len(), rows * n)] {
         if len != want {
-            return Err(format!("wgmma m64n{n}k16: operand {name} has {len} elements, expected {want}"));
+            return Err(format!("mma m{rows}n{n}k16: operand {name} has {len} elements, expected {want}"));
         }
     }
-    let sign = if negate_a != negate_b { -1.0 } else { 1.0 };
     let a: Vec<f64> = a.iter().map(|&h| f64::from(inputs.value(h))).collect();
     let b: Vec<f64> = b.iter().map(|&h| f64::from(inputs.value(h))).collect();
     for (m, d_row) in d.chunks_exact_mut(n).enumerate() {

@@ -42,19 +42,23 @@ pub fn elect_sync(membermask: u32) -> (u32, bool) {
     (elected, elected == lane)
 }
 
+/// The caller's warp and its 32 threads, for a collective of the whole warp (`what`);
+/// fails in a partial warp.
+fn full_warp(ex: super::Exec, what: &str) -> (super::Exec, u32, Vec<u32>) {
+    let warp = ex.me / WARP;
+    let members = warp_members(ex.cta, warp);
+    if members.len() != WARP as usize {
+        ex.fail(ErrorKind::Collective, format!("{what} in a partial warp of {} threads", members.len()));
+    }
+    (ex, warp, members)
+}
+
 /// `shfl.sync.idx.b32 d, a, src_lane, clamp, membermask;` for a full warp (membermask
 /// all ones, clamp 0x1f): every lane receives lane `src_lane`'s `a`.
 #[track_caller]
 pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
     let ex = exec("shfl.sync.idx.b32");
-    let warp = ex.me / WARP;
-    let members = warp_members(ex.cta, warp);
-    if members.len() != WARP as usize {
-        ex.fail(
-            ErrorKind::Collective,
-            format!("shfl.sync with a full membermask in a partial warp of {} threads", members.len()),
-        );
-    }
+    let (ex, warp, members) = full_warp(ex, "shfl.sync with a full membermask");
     // In: (the lane's value, the lane it reads from); out: the value it receives.
     let input = (value, src_lane);
     let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, input, |_, _, inputs, out| {
@@ -66,6 +70,17 @@ pub fn shfl_sync_idx(value: u32, src_lane: u32) -> u32 {
     });
     drop(ex);
     out
+}
+
+/// `bar.warp.sync membermask;` for a full warp: every lane waits for the others. Like every
+/// collective of this model it orders the lanes' earlier memory accesses before their later
+/// ones (the PTX ISA: it "guarantees memory ordering among threads participating").
+#[track_caller]
+pub fn warp_sync() {
+    let ex = exec("bar.warp.sync");
+    let (ex, warp, members) = full_warp(ex, "bar.warp.sync with a full membermask");
+    let (ex, ()) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, (), |_, _, _, _| Ok(()));
+    drop(ex);
 }
 
 /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs;` — a warpgroup-collective change of its
@@ -100,4 +115,73 @@ pub fn setmaxnreg(increase: bool, regs: u32) {
             Ok(())
         });
     drop(ex);
+}
+
+/// Rows (M), columns (N) and depth (K) of `mma.sync.aligned.m16n8k16`.
+pub const MMA_M: usize = 16;
+pub const MMA_N: usize = 8;
+pub const MMA_K: usize = 16;
+
+/// Where lane `lane`'s fragment registers of `mma.sync.aligned.m16n8k16.row.col` with f16
+/// inputs and f32 accumulators sit (PTX ISA 9.7.13.4.8, "Matrix Fragments for
+/// mma.m16n8k16 with floating point type"); g = lane / 4, t = lane % 4:
+/// * A (16 x 16, row-major), four registers of two f16 (the lower k in the low half):
+///   a0 rows g, k 2t and 2t + 1; a1 row g + 8, the same k; a2 row g, k 2t + 8 and 2t + 9;
+///   a3 row g + 8, those k. [`a_coord`] gives (row, k) of half `h` of register `r`.
+/// * B (16 x 8, "col": stored per column n), two registers: b0 column g, k 2t and 2t + 1;
+///   b1 column g, k 2t + 8 and 2t + 9 ([`b_coord`]: (n, k)).
+/// * C and D (16 x 8 f32), four registers: c0, c1 row g, columns 2t and 2t + 1; c2, c3 row
+///   g + 8, those columns ([`c_coord`]: (row, column)).
+pub fn a_coord(lane: usize, r: usize, h: usize) -> (usize, usize) {
+    let (g, t) = (lane / 4, lane % 4);
+    (g + 8 * (r % 2), 2 * t + h + 8 * (r / 2))
+}
+pub fn b_coord(lane: usize, r: usize, h: usize) -> (usize, usize) {
+    let (g, t) = (lane / 4, lane % 4);
+    (g, 2 * t + h + 8 * r)
+}
+pub fn c_coord(lane: usize, r: usize) -> (usize, usize) {
+    let (g, t) = (lane / 4, lane % 4);
+    (g + 8 * (r / 2), 2 * t + r % 2)
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 d, a, b, c;`: D = A·B + C for one
+/// warp, every lane passing its fragments (see [`a_coord`]) and receiving its part of D.
+/// All 32 lanes must execute it. The arithmetic is `model::wgmma::mma_sync_m16n8k16_f32`'s
+/// (each product exact, the 17-term sum rounded once to f32).
+#[track_caller]
+pub fn mma_m16n8k16_f32_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let ex = exec("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    let (ex, warp, members) = full_warp(ex, "mma.sync (all 32 lanes must execute it)");
+    let input = (a, b, c);
+    let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, input, |_, _, inputs, out| {
+        let half = |word: u32, h: usize| (word >> (16 * h)) as u16;
+        let (mut fa, mut fb, mut d) = ([0u16; MMA_M * MMA_K], [0u16; MMA_N * MMA_K], [0f32; MMA_M * MMA_N]);
+        for (lane, (a, b, c)) in inputs.iter().enumerate() {
+            for r in 0..4 {
+                for h in 0..2 {
+                    let (row, k) = a_coord(lane, r, h);
+                    fa[row * MMA_K + k] = half(a[r], h);
+                }
+                let (row, col) = c_coord(lane, r);
+                d[row * MMA_N + col] = c[r];
+            }
+            for (r, &word) in b.iter().enumerate() {
+                for h in 0..2 {
+                    let (n, k) = b_coord(lane, r, h);
+                    fb[n * MMA_K + k] = half(word, h);
+                }
+            }
+        }
+        crate::model::wgmma::mma_sync_m16n8k16_f32(&fa, &fb, &mut d).map_err(|e| (ErrorKind::Collective, e))?;
+        for (lane, o) in out.iter_mut().enumerate() {
+            *o = std::array::from_fn(|r| {
+                let (row, col) = c_coord(lane, r);
+                d[row * MMA_N + col]
+            });
+        }
+        Ok(())
+    });
+    drop(ex);
+    out
 }

@@ -35,3 +35,18 @@ pub fn sync_unaligned(id: u32, threads: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
     emu::ops::barrier::sync(id, threads)
 }
+
+/// `bar.warp.sync 0xffffffff;` — waits until all 32 lanes of the warp arrive; orders their
+/// earlier shared-memory accesses (their landed `cp.async` copies included, after each
+/// lane's `cp.async.wait_group`) before the later ones.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn warp_sync() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a warp barrier; all 32 lanes execute it.
+    unsafe {
+        asm!("bar.warp.sync 0xffffffff;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::ops::warp::warp_sync()
+}
