@@ -131,15 +131,15 @@ fn selftest_under_the_emulator_passes() {
     let o = host(&["selftest", "--emulate"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    // naive, sm90, sm90v2 and sm100 on 7 shapes x 2 draws, and on 4 of them (the first
-    // three and the odd 100x200x320) through the 3 epilogue variants: 4 x (14 + 12); W4A16
-    // on sm90v2, fp16 A and bf16 A: 7 x 2 draws + 4 x 1 variant each.
-    assert!(out.contains("140 of 140 cases passed"), "{out}");
+    // naive, sm90, sm90v2 and sm100 on 8 shapes x 2 draws, and on 4 of them (the first
+    // three and the odd 100x200x320) through the 3 epilogue variants: 4 x (16 + 12); W4A16
+    // on sm90v2, fp16 A and bf16 A: 8 x 2 draws + 4 x 1 variant each.
+    assert!(out.contains("152 of 152 cases passed"), "{out}");
     for dtype in ["fp16", "bf16"] {
         // The A column: kernel, shape, dist, A, epilogue...
         let w4a16 =
             out.lines().filter(|l| l.starts_with("sm90v2") && l.split_whitespace().nth(3) == Some(dtype)).count();
-        assert_eq!(w4a16, 18, "{dtype}: {out}");
+        assert_eq!(w4a16, 20, "{dtype}: {out}");
     }
     assert!(out.contains("alpha 0.375, bias, bf16 out") && out.contains("alpha -2.5 (in GPU memory)"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
