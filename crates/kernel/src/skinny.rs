@@ -27,7 +27,9 @@
 //! 1. Every thread converts its share of the next phase's activations (all M rows, 1024
 //!    values) into the other half of a double buffer in shared memory, as fp16 times 2^-6
 //!    in the order the mma fragments take them, from raw bytes it loaded one phase
-//!    earlier (so their latency hides behind a phase of work).
+//!    earlier (so their latency hides behind a phase of work); the first two phases' bytes
+//!    are loaded before the weights' first copies are issued, so they do not queue behind
+//!    them (1.1-1.3 us off 16x7168x2048 and 16x4096x7168, docs/perf-notes.md, session 27).
 //! 2. Each lane streams its own pieces of the warp's slots through a ring of `cp.async`
 //!    groups in shared memory, [`RING`] - 1 slots ahead: the 64 code bytes and two scale
 //!    words its mma fragments need (lane 4g + t: rows g and g + 8 of the group, the scale
@@ -432,8 +434,10 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
     let phases = k / PHASE_K;
     let slots = phases * R as u32;
 
-    // Step 2's first copies; step 1 for phase 0 (waiting for its bytes once) and the raw
-    // bytes of phase 1.
+    // The raw bytes of phases 0 and 1 first (so they do not queue behind the weights'
+    // copies), step 2's first copies, then step 1 for phase 0 (waiting for its bytes once).
+    let phase0 = activations.load(0);
+    let mut raw = activations.load(if phases > 1 { 1 } else { 0 });
     seq_macro::seq!(FETCH in 0..8 {
         if FETCH < RING - 1 {
             let fetch: u32 = FETCH;
@@ -441,8 +445,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
             walk.copy(fetch, &rows[r], fetch / R as u32, fetch < slots && active[r]);
         }
     });
-    activations.store(buffer(0), activations.load(0));
-    let mut raw = activations.load(if phases > 1 { 1 } else { 0 });
+    activations.store(buffer(0), phase0);
     barrier::sync_unaligned(BARRIER_CTA, THREADS);
 
     let mut acc = [[[0f32; 4]; H]; R];
