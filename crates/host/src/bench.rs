@@ -816,7 +816,8 @@ pub fn apply_read_floors(entries: &mut [Entry], floors: &[ReadFloor]) {
 /// same flush as every row, once its XORs are checked against the CPU's.
 fn read_floor(gpu: &Gpu, timer: &mut Timer, p: &crate::problem::Problem, iters: usize) -> Result<ReadFloor> {
     let bytes: Vec<u8> = [&p.b[..], &p.sfb, &p.a, &p.sfa].concat();
-    let padded = crate::stream::padded(&bytes);
+    let len = bytes.len();
+    let padded = crate::stream::padded(bytes);
     let reader = crate::stream::Reader::new(gpu, &padded)?;
     reader.launch()?;
     if reader.xors()? != crate::stream::expected(&padded, gpu.info.multiprocessors) {
@@ -825,9 +826,9 @@ fn read_floor(gpu: &Gpu, timer: &mut Timer, p: &crate::problem::Problem, iters: 
     let timing = timer.time(iters, || reader.launch())?;
     Ok(ReadFloor {
         shape: p.shape.to_string(),
-        bytes: bytes.len() as u64,
+        bytes: len as u64,
         median_us: timing.median_us,
-        gbps: bytes.len() as f64 / (timing.median_us * 1e-6) / 1e9,
+        gbps: len as f64 / (timing.median_us * 1e-6) / 1e9,
     })
 }
 

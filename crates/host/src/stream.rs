@@ -13,10 +13,9 @@ use crate::error::{CudaContext as _, Error, Result};
 pub const PTX: (&str, &str) = ("portable", "nvfp4_stream_read");
 
 /// `bytes` as the kernel reads it: 16-byte words, the last one zero-padded.
-pub fn padded(bytes: &[u8]) -> Vec<u8> {
-    let mut v = bytes.to_vec();
-    v.resize(bytes.len().next_multiple_of(WORD_BYTES as usize), 0);
-    v
+pub fn padded(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes.resize(bytes.len().next_multiple_of(WORD_BYTES as usize), 0);
+    bytes
 }
 
 /// The u32 each warp of a launch on `sms` SMs leaves over `padded` bytes (a multiple of 16):
@@ -106,7 +105,7 @@ mod tests {
         // One SM's grid (2048 threads), 3.4 passes over it and a partial last word.
         let bytes: Vec<u8> =
             (0..(2048 * 16 * 3 + 16 * 777 + 5) as u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
-        let padded = padded(&bytes);
+        let padded = padded(bytes);
         assert_eq!(padded.len() % 16, 0);
         let want = expected(&padded, 1);
         assert_eq!(want.len(), 64);

@@ -209,23 +209,41 @@ pub const fn takes(m: u32, n: u32, k: u32, l: u32) -> bool {
         && max_pass_sets(m, k) > 0
 }
 
+// ---------------------------------------------------------------------------------------
+// Sets of four rows, shared out over the CTAs (also `crate::skinny`'s)
+// ---------------------------------------------------------------------------------------
+
 /// The sets of a batch of `n` weight rows (whole tile rows: the last one's rows past `n`
 /// are skipped).
-const fn sets(n: u32) -> u32 {
+pub(crate) const fn sets(n: u32) -> u32 {
     layout::row_blocks(n) * SETS_PER_TILE_ROW
+}
+
+/// The batch's weight row of set `set`'s row `in_set` (set σ is chunk σ % 32 of tile row
+/// σ / 32: its rows are 32 apart).
+pub(crate) const fn set_row(set: u32, in_set: u32) -> u32 {
+    set / SETS_PER_TILE_ROW * layout::TILE_ROWS + in_set * layout::LANE_ROWS + set % SETS_PER_TILE_ROW
+}
+
+/// CTAs per batch when `ctas` CTAs share `l` batches of `n` rows: never more than a batch's
+/// sets, at least one.
+pub(crate) const fn ctas_per_batch(ctas: u32, n: u32, l: u32) -> u32 {
+    let per_batch = ctas.div_ceil(if l == 0 { 1 } else { l });
+    let per_batch = if per_batch > sets(n) { sets(n) } else { per_batch };
+    if per_batch == 0 { 1 } else { per_batch }
+}
+
+/// The sets [first, end) CTA `cta` of a batch's `ctas` owns, out of `sets`.
+pub(crate) fn cta_sets(cta: u32, ctas: u32, sets: u32) -> (u32, u32) {
+    let share = |x: u32| (x as u64 * sets as u64 / ctas as u64) as u32;
+    (share(cta), share(cta + 1))
 }
 
 /// The launch on a GPU with `sms` SMs: one CTA per SM shared out over the batches, never
 /// more per batch than it has sets.
 pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     let ctas = CTAS_PER_SM * if sms == 0 { 1 } else { sms };
-    let per_batch = ctas.div_ceil(if l == 0 { 1 } else { l });
-    let per_batch = if per_batch > sets(n) { sets(n) } else { per_batch };
-    Launch {
-        grid: [if per_batch == 0 { 1 } else { per_batch }, l, 1],
-        block: [THREADS, 1, 1],
-        dynamic_smem: smem_bytes(m, k),
-    }
+    Launch { grid: [ctas_per_batch(ctas, n, l), l, 1], block: [THREADS, 1, 1], dynamic_smem: smem_bytes(m, k) }
 }
 
 /// What a load slot (both rows of a pair) and a unit's end (the warp's sums, see `flush`)
@@ -565,8 +583,7 @@ impl Pass {
     /// `row / SET_ROWS` (set σ is chunk σ % 32 of tile row σ / 32, its rows 32 apart).
     #[inline(always)]
     fn weight_row(&self, row: u32) -> u32 {
-        let set = self.first_set + row / SET_ROWS;
-        set / SETS_PER_TILE_ROW * layout::TILE_ROWS + row % SET_ROWS * layout::LANE_ROWS + set % SETS_PER_TILE_ROW
+        set_row(self.first_set + row / SET_ROWS, row % SET_ROWS)
     }
 
     /// This lane's code address at the start of its part of pair `pair`'s first row, if
@@ -711,9 +728,7 @@ fn rows<const M: usize>(args: &GemmArgs) {
     let lane_block = LANE_BLOCKS * lane; // this lane's first block in each warp load
     let tiles = tiles(k);
     let sfb = args.sfb + l as u64 * layout::batch_bytes(n, blocks);
-    let sets = sets(n);
-    let first = (cta as u64 * sets as u64 / ctas as u64) as u32;
-    let end = ((cta as u64 + 1) * sets as u64 / ctas as u64) as u32;
+    let (first, end) = cta_sets(cta, ctas, sets(n));
     // Passes of equal size (within a set), each at most what the stage holds.
     let pass_sets = (end - first).div_ceil((end - first).div_ceil(max_pass_sets(M as u32, k)));
     let mut first_set = first;

@@ -45,13 +45,14 @@
 //! other launch, no split across CTAs.
 //!
 //! **Limits** ([`takes`]): NVFP4 activations, M ≤ [`MAX_M`], K a multiple of [`PHASE_K`],
-//! at most [`MAX_ROUNDS`] groups per warp (N up to about 132·128·MAX_ROUNDS/... rows per
-//! batch on 132 SMs: 16896 on one batch). Other calls run on sm90v2's decode tiles.
+//! at most [`MAX_ROUNDS`] groups per warp (on 132 SMs and one batch: N up to 16896). Other
+//! calls run on sm90v2's decode tiles.
 
 use nvfp4::layout;
 use nvfp4::shape::SF_VECTOR;
 
 use crate::epilogue::{Epilogue, OUT_BYTES};
+use crate::gemv::{self, cta_sets, set_row, sets};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, memory, special, warp};
 use crate::sm90v2::{h, scale_f16x2};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
@@ -134,17 +135,9 @@ const BARRIER_CTA: u32 = 0;
 const PAIRS_PER_ROW: u32 = PHASE_K / (2 * SF_VECTOR);
 const _: () = assert!(MAX_M * PAIRS_PER_ROW == THREADS, "one block pair of one row per thread and phase");
 
-/// The sets of a batch of `n` weight rows (whole tile rows: rows past `n` are skipped).
-const fn sets(n: u32) -> u32 {
-    layout::row_blocks(n) * SETS_PER_TILE_ROW
-}
-
 /// CTAs per batch on `sms` SMs for `l` batches: one per SM, never more than the sets.
 const fn ctas_per_batch(n: u32, l: u32, sms: u32) -> u32 {
-    let ctas = CTAS_PER_SM * if sms == 0 { 1 } else { sms };
-    let per_batch = ctas.div_ceil(if l == 0 { 1 } else { l });
-    let per_batch = if per_batch > sets(n) { sets(n) } else { per_batch };
-    if per_batch == 0 { 1 } else { per_batch }
+    gemv::ctas_per_batch(CTAS_PER_SM * if sms == 0 { 1 } else { sms }, n, l)
 }
 
 /// Groups per warp when `sets` sets go to `ctas` CTAs (the busiest CTA's groups over 4).
@@ -171,8 +164,8 @@ pub const fn launch(n: u32, l: u32, sms: u32) -> Launch {
     Launch { grid: [ctas_per_batch(n, l, sms), l, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
 }
 
-/// The kernel body, run by every thread of every CTA: `rounds` for the call's M (one or two
-/// n8 halves) and groups per warp.
+/// The kernel body, run by every thread of every CTA: `run` for the call's M (one or two n8
+/// halves) and groups per warp.
 #[inline(always)]
 pub fn skinny(args: &GemmArgs) {
     let groups_per_warp = rounds(sets(args.n), special::nctaid_x());
@@ -273,11 +266,6 @@ struct LaneCopies {
     /// its set is one of the CTA's.
     scales: u64,
     scales_live: bool,
-}
-
-/// The weight row of set `set`'s row `in_set` (set σ is chunk σ % 32 of tile row σ / 32).
-const fn weight_row(set: u32, in_set: u32) -> u32 {
-    set / SETS_PER_TILE_ROW * layout::TILE_ROWS + in_set * layout::LANE_ROWS + set % SETS_PER_TILE_ROW
 }
 
 /// mma row `i` of a group starting at set `first`: (set, row in the set).
@@ -394,9 +382,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
     let part = warp_in_cta % PARTS;
 
     // This CTA's sets, its groups, and this lane's rows in each of its warp's groups.
-    let sets = sets(n);
-    let first = (cta as u64 * sets as u64 / ctas as u64) as u32;
-    let end = ((cta as u64 + 1) * sets as u64 / ctas as u64) as u32;
+    let (first, end) = cta_sets(cta, ctas, sets(n));
     let groups = (end - first).div_ceil(GROUP_SETS);
     let row_bytes = (k / 2) as u64;
     let blocks = k / SF_VECTOR;
@@ -410,9 +396,9 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
         let set = group_first + lane / COPY_LANES_PER_ROW;
         let mut live = 0;
         for in_set in 0..SET_ROWS {
-            live |= ((set < end && weight_row(set, in_set) < n) as u32) << in_set;
+            live |= ((set < end && set_row(set, in_set) < n) as u32) << in_set;
         }
-        let row = if set < end { weight_row(set, 0) } else { 0 };
+        let row = if set < end { set_row(set, 0) } else { 0 };
         let piece = part * SLOT_ROW_CODE_BYTES + lane % COPY_LANES_PER_ROW * PIECE_BYTES;
         let scale_set = group_first + lane % GROUP_SETS;
         let (tile_row, chunk) = (scale_set / SETS_PER_TILE_ROW, scale_set % SETS_PER_TILE_ROW);
@@ -508,7 +494,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
         // 4·(i % 8) + (j % 8) / 2 of its quarters, register 2·(i / 8) + j % 2, half j / 8.
         let (j, i, group) = (item % m, item / m % MMA_M, item / (m * MMA_M));
         let (set, in_set) = group_row(first + GROUP_SETS * group, i);
-        let row = weight_row(set, in_set);
+        let row = set_row(set, in_set);
         if set < end && row < n {
             let (half, holder) = (j / MMA_N, QUAD * (i % MMA_N) + j % MMA_N / 2);
             let register = 2 * (i / MMA_N) + j % 2;
