@@ -86,7 +86,7 @@ impl Kernel {
                 "cp.async staging, exact FP4->fp16 dequant into swizzled shared memory, wgmma m64n128k16 (SS), fp32 accumulation"
             }
             Kernel::Sm90v2 => {
-                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 and 64x64 with m64n128 and m64n64 (the two warpgroups on alternate stages) for M = 17..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K; M <= 4 with NVFP4 A: one CUDA-core GEMV launch (dp4a on doubled e2m1 codes); M = 5..16 with NVFP4 A and K % 1024 = 0: one launch of warp-level mma.sync m16n8k16 on weights converted in registers"
+                "activations dequantized once per call; weights dequantized into registers, 128x128 tiles: wgmma m64n128k16 RS on each converted weight (256x64 tiles with m64n64 for M <= 64, 128x64 with m64n64 for M = 17..64 and short K, 64x128 and 64x64 with m64n128 and m64n64 (the two warpgroups on alternate stages) for M = 17..128 and short K, 256x16 with m64n16 for M <= 16; above 128 rows, 128x256 tiles: m64n256k16), a producer warpgroup filling one ring of images and raw weights (setmaxnreg: 40 registers, consumers 232), split K; M <= 4 with NVFP4 A: one CUDA-core GEMV launch (dp4a on doubled e2m1 codes); M <= 16 with K % 1024 = 0 (from 5 with NVFP4 A, from 1 in W4A16): one launch of warp-level mma.sync m16n8k16 (bf16 with bf16 A) on weights converted in registers"
             }
             Kernel::Sm100 => {
                 "cp.async staging, scales copied to tensor memory, tcgen05.mma kind::mxf4nvf4 block_scale 128x64x64, f32 accumulator in tensor memory"
@@ -231,17 +231,15 @@ impl Kernel {
     /// The launches of one GEMM call on `sms` SMs with A in `format`, in stream order: the
     /// main launch; for `sm90v2` preceded by the prologue that dequantizes the activations
     /// into the workspace and, when it splits K, followed by the sum of the partials; or,
-    /// for `sm90v2` at decode sizes with NVFP4 activations, the CUDA-core GEMV alone (M up
-    /// to 4, [`kernel::gemv::takes`]) or the one-launch mma.sync kernel (M up to 16,
-    /// [`kernel::skinny::takes`]).
+    /// for `sm90v2` at decode sizes, the CUDA-core GEMV alone (NVFP4 activations, M up to
+    /// 4, [`kernel::gemv::takes`]) or the one-launch mma.sync kernel (any activations, M up
+    /// to 16, [`kernel::skinny::takes`]).
     pub fn steps(self, shape: Shape, sms: u32, format: nvfp4::operand::AFormat) -> Vec<Step> {
         let (m, n, k, l) = (shape.m, shape.n, shape.k, shape.l);
         let nvfp4 = format == nvfp4::operand::AFormat::Nvfp4;
         match self {
             Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, k, l) => vec![Kernel::gemv_step(shape, sms)],
-            Kernel::Sm90v2 if nvfp4 && kernel::skinny::takes(m, n, k, l, sms) => {
-                vec![Kernel::skinny_step(shape, sms)]
-            }
+            Kernel::Sm90v2 if kernel::skinny::takes(m, n, k, l, sms) => vec![Kernel::skinny_step(shape, sms)],
             Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(m, n, k, l, sms)),
             _ => vec![Step {
                 entry: self.ptx().1,
@@ -267,8 +265,9 @@ impl Kernel {
         Step { entry: kernel::gemv::ENTRY, launch, body: kernel::gemv::gemv, programmatic: false }
     }
 
-    /// The one-launch mma.sync kernel ([`kernel::skinny`]): sm90v2's calls with NVFP4
-    /// activations and M = 5..16 that it takes.
+    /// The one-launch mma.sync kernel ([`kernel::skinny`]): sm90v2's calls with M up to 16
+    /// that it takes and the GEMV does not (M = 5..16 with NVFP4 activations, 1..16 in
+    /// W4A16).
     pub fn skinny_step(shape: Shape, sms: u32) -> Step {
         let launch = kernel::skinny::launch(shape.n, shape.l, sms);
         Step { entry: kernel::skinny::ENTRY, launch, body: kernel::skinny::skinny, programmatic: false }
@@ -488,13 +487,13 @@ mod tests {
                     assert!(launch.grid.iter().all(|&g| g > 0) && launch.block.iter().product::<u32>() > 0);
                     assert!(launch.dynamic_smem <= k.dynamic_smem());
                 }
-                // sm90v2 has its own entry points for M <= 16 (decode tiles, or the GEMV
-                // with NVFP4 activations).
+                // sm90v2 has its own entry points for M <= 16 (decode tiles, the GEMV with
+                // NVFP4 activations, the mma.sync kernel).
                 let (m, n, kk, l, sms) = (shape.m, shape.n, shape.k, shape.l, k.emulated_sms());
                 let nvfp4 = format == nvfp4::operand::AFormat::Nvfp4;
                 let main = match k {
                     Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, kk, l) => kernel::gemv::ENTRY,
-                    Kernel::Sm90v2 if nvfp4 && kernel::skinny::takes(m, n, kk, l, sms) => kernel::skinny::ENTRY,
+                    Kernel::Sm90v2 if kernel::skinny::takes(m, n, kk, l, sms) => kernel::skinny::ENTRY,
                     Kernel::Sm90v2 => kernel::sm90v2::entries(m, n, kk, l, sms)[1],
                     _ => entry,
                 };

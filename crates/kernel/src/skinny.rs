@@ -1,5 +1,6 @@
-//! Skinny calls on Hopper's tensor cores in one launch: C = A·Bᵀ for up to [`MAX_M`] NVFP4
-//! activation rows (sm90v2's kernel for M = 5..16, see [`takes`]).
+//! Skinny calls on Hopper's tensor cores in one launch: C = A·Bᵀ for up to [`MAX_M`]
+//! activation rows, NVFP4 or W4A16's fp16 or bf16 (sm90v2's kernel for M = 5..16 with NVFP4
+//! activations, 1..16 with 16-bit ones, see [`takes`]).
 //!
 //! **Why.** At M = 16 a call still reads little more than the weights, but the CUDA-core
 //! [`crate::gemv`] pays its integer products once per activation row, and sm90v2's decode
@@ -10,10 +11,11 @@
 //! one warp-level `mma.sync.m16n8k16` (two for M > 8): the conversion costs the same
 //! whatever M is, and the whole call is one launch with nothing before or after it.
 //!
-//! **Exact.** A weight's e2m1 code times its e4m3 scale is exact in fp16, and so is an
-//! activation's times 2^-6 (the e4m3 trick of [`crate::sm90v2`] leaves the activations that
-//! factor, in [2^-16, 42]); every fp16 product is exact in f32, the tensor core sums them
-//! into f32 accumulators across all of K, and the final sum times 64 undoes the 2^-6
+//! **Exact.** A weight's e2m1 code times its e4m3 scale is exact in fp16 (and in bf16, to
+//! which bf16 calls convert it), and so is an NVFP4 activation's times 2^-6 (the e4m3 trick
+//! of [`crate::sm90v2`] leaves the activations that factor, in [2^-16, 42]; 16-bit
+//! activations are taken as they are); every product is exact in f32, the tensor core sums
+//! them into f32 accumulators across all of K, and the final sum times 64 undoes the 2^-6
 //! exactly. The only roundings are the f32 sums', as in every kernel of this crate.
 //!
 //! **Work.** The grid is [CTAs per batch, L], one CTA of [`THREADS`] threads per SM. The
@@ -24,16 +26,18 @@
 //! *phases* of [`PHASE_K`] values; in each, the four warps of a group take a quarter each
 //! (a *slot*: its 16 rows times 256 values), and a CTA with more than four groups gives each
 //! warp one slot per group in *rounds*. Steps:
-//! 1. Every thread converts its share of the next phase's activations (all M rows, 1024
-//!    values) into the other half of a double buffer in shared memory, as fp16 times 2^-6
-//!    in the order the mma fragments take them, from raw bytes it loaded one phase
-//!    earlier (so their latency hides behind a phase of work); the first two phases' bytes
-//!    are loaded before the weights' first copies are issued, so they do not queue behind
-//!    them (1.1-1.3 us off 16x7168x2048 and 16x4096x7168, docs/perf-notes.md, session 27).
-//! 2. Each lane streams its own pieces of the warp's slots through a ring of `cp.async`
-//!    groups in shared memory, [`RING`] - 1 slots ahead: the 64 code bytes and two scale
-//!    words its mma fragments need (lane 4g + t: rows g and g + 8 of the group, the scale
-//!    tile t of the slot), so it reads back only what it copied itself.
+//! 1. Every thread prepares its share of the next phase's activations (all M rows, 1024
+//!    values) in the other half of a double buffer in shared memory, in the order the mma
+//!    fragments take them ([`Source`]: NVFP4 converted to fp16 times 2^-6, 16-bit values
+//!    only reordered), from raw bytes it loaded one phase earlier (so their latency hides
+//!    behind a phase of work); the first two phases' bytes are loaded before the weights'
+//!    first copies are issued, so they do not queue behind them (1.1-1.3 us off
+//!    16x7168x2048 and 16x4096x7168, docs/perf-notes.md, session 27).
+//! 2. Each warp streams its slots through a ring of `cp.async` groups in shared memory,
+//!    [`RING`] - 1 slots ahead: each row's 128 code bytes of the slot as one whole line
+//!    (eight lanes per row) and the 16-byte scale chunks of its sets; once a lane's
+//!    `cp.async.wait_group` proves its own copies landed, `bar.warp.sync` makes the warp's
+//!    visible to every lane.
 //! 3. Per slot, each lane converts its codes into A fragments (block by block: the four
 //!    scales of a tile are one word), reads the matching B fragments of the phase's
 //!    activations and issues the mma steps into its accumulators; after each phase, a CTA
@@ -44,17 +48,19 @@
 //! Every sum has a fixed order, so the result does not depend on timing. No workspace, no
 //! other launch, no split across CTAs.
 //!
-//! **Limits** ([`takes`]): NVFP4 activations, M ≤ [`MAX_M`], K a multiple of [`PHASE_K`],
-//! at most [`MAX_ROUNDS`] groups per warp (on 132 SMs and one batch: N up to 16896). Other
-//! calls run on sm90v2's decode tiles.
+//! **Limits** ([`takes`]): M ≤ [`MAX_M`], K a multiple of [`PHASE_K`], at most
+//! [`MAX_ROUNDS`] groups per warp (on 132 SMs and one batch: N up to 16896). Other calls
+//! run on sm90v2's decode tiles (NVFP4 calls with M ≤ 4 on the [`crate::gemv`] where it
+//! takes them).
 
 use nvfp4::layout;
+use nvfp4::operand::AFormat;
 use nvfp4::shape::SF_VECTOR;
 
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::gemv::{self, cta_sets, set_row, sets};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, memory, special, warp};
-use crate::sm90v2::{h, scale_f16x2};
+use crate::sm90v2::{Bf16, Element, F16, h, pairs_of_16bit, scale_f16x2};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have: two n8 halves of the mma.
@@ -88,8 +94,7 @@ const SLOT_K: u32 = QUAD * TILE_K;
 pub const PHASE_K: u32 = PARTS * SLOT_K;
 const _: () = assert!(MMA_K * QUAD == TILE_K, "a lane's tile feeds four mma steps per block");
 const _: () = assert!(QUAD == 4 && layout::TILE_COLS == 4, "`Walk::multiply` unrolls 4 blocks of 4 steps");
-/// Bytes of codes per block, per tile of one row, and per phase of one row.
-const BLOCK_BYTES: u32 = SF_VECTOR / 2;
+/// Bytes of codes per tile of one row, and per phase of one row.
 const TILE_CODE_BYTES: u32 = TILE_K / 2;
 const PHASE_CODE_BYTES: u32 = PHASE_K / 2;
 /// Slots in each lane's ring of copies: `RING - 1` in flight while one is multiplied.
@@ -127,8 +132,10 @@ const _: () = assert!(PARTIALS_BYTES <= RING_BYTES, "the partials fit in the idl
 /// Dynamic shared memory: the ring, then the two activation buffers.
 pub const SMEM_BYTES: u32 = RING_BYTES + 2 * ACT_BUFFER_BYTES;
 const _: () = assert!(SMEM_BYTES <= 227 * 1024, "one CTA per SM fits");
-/// The 2^-6 the activations carry (the e4m3 trick's, not undone by their scale).
+/// The 2^-6 NVFP4 activations carry (the e4m3 trick's, not undone by their scale).
 const SIXTY_FOUR: f32 = 64.0;
+/// Bytes of one W4A16 activation (fp16 or bf16).
+const WIDE_BYTES: u32 = 2;
 /// Named barrier for the whole CTA.
 const BARRIER_CTA: u32 = 0;
 /// Activation rows and block pairs each thread converts per phase: 16 rows x 32 pairs.
@@ -145,9 +152,9 @@ const fn rounds(sets: u32, ctas: u32) -> u32 {
     sets.div_ceil(ctas).div_ceil(GROUP_SETS).div_ceil(GROUPS_PER_ROUND)
 }
 
-/// Whether this kernel takes a call of shape M x N x K x L with NVFP4 activations on `sms`
-/// SMs: M from 1 to [`MAX_M`], K a positive multiple of [`PHASE_K`], at most
-/// [`MAX_ROUNDS`] groups per warp, L within the grid.
+/// Whether this kernel takes a call of shape M x N x K x L (any activations) on `sms` SMs:
+/// M from 1 to [`MAX_M`], K a positive multiple of [`PHASE_K`], at most [`MAX_ROUNDS`]
+/// groups per warp, L within the grid.
 pub const fn takes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> bool {
     m >= 1
         && m <= MAX_M
@@ -164,33 +171,40 @@ pub const fn launch(n: u32, l: u32, sms: u32) -> Launch {
     Launch { grid: [ctas_per_batch(n, l, sms), l, 1], block: [THREADS, 1, 1], dynamic_smem: SMEM_BYTES }
 }
 
-/// The kernel body, run by every thread of every CTA: `run` for the call's M (one or two n8
-/// halves) and groups per warp.
+/// The kernel body, run by every thread of every CTA: `run` for the call's activations
+/// (NVFP4, fp16 or bf16), M (one or two n8 halves) and groups per warp.
 #[inline(always)]
 pub fn skinny(args: &GemmArgs) {
-    let groups_per_warp = rounds(sets(args.n), special::nctaid_x());
-    match (args.m > MMA_N, groups_per_warp > 1) {
-        (false, false) => run::<1, 1>(args),
-        (false, true) => run::<1, 2>(args),
-        (true, false) => run::<2, 1>(args),
-        (true, true) => run::<2, 2>(args),
+    if args.a_format == AFormat::Nvfp4.code() {
+        with::<Fp4, F16>(args);
+    } else if args.a_format == AFormat::Bf16.code() {
+        with::<Wide, Bf16>(args);
+    } else {
+        with::<Wide, F16>(args);
     }
 }
 
-/// A thread's raw bytes of one phase's activations: the block pair it converts.
-#[derive(Clone, Copy)]
-struct RawActivations {
-    codes: [u32; 4],
-    scales: u32,
+/// `run` for activations from `S` multiplied as `E`.
+#[inline(always)]
+fn with<S: Source, E: Operands>(args: &GemmArgs) {
+    let groups_per_warp = rounds(sets(args.n), special::nctaid_x());
+    match (args.m > MMA_N, groups_per_warp > 1) {
+        (false, false) => run::<1, 1, S, E>(args),
+        (false, true) => run::<1, 2, S, E>(args),
+        (true, false) => run::<2, 1, S, E>(args),
+        (true, true) => run::<2, 2, S, E>(args),
+    }
 }
 
-/// Step 1's addresses: batch `l`'s activations; thread τ converts block pair τ % 32 of
+/// Step 1's addresses: batch `l`'s activations; thread τ prepares block pair τ % 32 of
 /// activation row τ / 32 (rows past M as zeros).
 #[derive(Clone, Copy)]
 struct Activations {
-    codes: u64,
-    scales: u64,
+    /// Row 0 of the batch's A, and the bytes of a row.
+    rows: u64,
     row_bytes: u64,
+    /// The batch's SFA and its blocks per row (NVFP4 activations only).
+    scales: u64,
     blocks: u32,
     row: u32,
     pair: u32,
@@ -198,15 +212,15 @@ struct Activations {
 }
 
 impl Activations {
-    fn new(args: &GemmArgs, l: u32, tid: u32) -> Activations {
+    fn new<S: Source>(args: &GemmArgs, l: u32, tid: u32) -> Activations {
         let (m, k) = (args.m, args.k);
-        let row_bytes = (k / 2) as u64;
+        let row_bytes = S::row_bytes(k);
         let blocks = k / SF_VECTOR;
         let row = tid / PAIRS_PER_ROW;
         Activations {
-            codes: args.a + l as u64 * m as u64 * row_bytes,
-            scales: args.sfa + l as u64 * layout::batch_bytes(m, blocks),
+            rows: args.a + l as u64 * m as u64 * row_bytes,
             row_bytes,
+            scales: args.sfa + l as u64 * layout::batch_bytes(m, blocks),
             blocks,
             row,
             pair: tid % PAIRS_PER_ROW,
@@ -214,36 +228,149 @@ impl Activations {
         }
     }
 
-    /// This thread's raw bytes of phase `phase` (issued now, used a phase later).
-    #[inline(always)]
-    fn load(&self, phase: u32) -> RawActivations {
-        if !self.live {
-            return RawActivations { codes: [0; 4], scales: 0 };
-        }
-        let kb = phase * (PHASE_K / SF_VECTOR) + 2 * self.pair;
-        let at = self.codes + self.row as u64 * self.row_bytes + (kb * BLOCK_BYTES) as u64;
-        let codes = memory::ld_global_nc_v4_b32(at);
-        let scales = memory::ld_global_nc_u16(self.scales + layout::offset(self.row, kb, self.blocks)) as u32;
-        RawActivations { codes, scales }
+    /// Block `block` (of the whole row) of this thread's row: its first value's index in K.
+    fn first_value(&self, phase: u32) -> u32 {
+        phase * PHASE_K + 2 * SF_VECTOR * self.pair
+    }
+}
+
+/// Where step 1's activations come from, and how they become the fp16 or bf16 values the
+/// mma multiplies: each thread loads its raw block pair of one phase (a phase before it
+/// is needed, so its latency hides behind a phase of work), then stores it into the
+/// phase's buffer as H[0..8] of each block (`sm90v2::h`'s pair order).
+trait Source: Copy {
+    /// What a thread holds between its load and its store.
+    type Raw: Copy;
+    /// What every stored activation carries besides its value: the final sums are multiplied
+    /// by its inverse.
+    const UNDO: f32;
+    /// Bytes of one activation row of K values.
+    fn row_bytes(k: u32) -> u64;
+    fn load(acts: &Activations, phase: u32) -> Self::Raw;
+    fn store(acts: &Activations, buffer: SmemAddr, raw: Self::Raw);
+}
+
+/// NVFP4 activations: 16 code bytes and two scales per block pair, converted to fp16
+/// value·sfa·2^-6 (the scale's fp16, without the 64 the weights' scale carries).
+#[derive(Clone, Copy)]
+struct Fp4;
+
+impl Source for Fp4 {
+    /// The codes (four words) and the two scale bytes (in the low 16 bits).
+    type Raw = ([u32; 4], u32);
+    const UNDO: f32 = SIXTY_FOUR;
+
+    fn row_bytes(k: u32) -> u64 {
+        (k / 2) as u64
     }
 
-    /// Converts `raw` into `buffer`: each block's 16 values as H[0..8] of `sm90v2::h`, the
-    /// fp16 value·sfa·2^-6 (the scale's fp16, without the 64 the weights' scale carries).
+    #[inline(always)]
+    fn load(acts: &Activations, phase: u32) -> Self::Raw {
+        if !acts.live {
+            return ([0; 4], 0);
+        }
+        let first = acts.first_value(phase);
+        let at = acts.rows + acts.row as u64 * acts.row_bytes + (first / 2) as u64;
+        let codes = memory::ld_global_nc_v4_b32(at);
+        let scale = acts.scales + layout::offset(acts.row, first / SF_VECTOR, acts.blocks);
+        (codes, memory::ld_global_nc_u16(scale) as u32)
+    }
+
     #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
     #[inline(always)]
-    fn store(&self, buffer: SmemAddr, raw: RawActivations) {
-        let (tile, first_block) = (2 * self.pair / layout::TILE_COLS, 2 * self.pair % layout::TILE_COLS);
+    fn store(acts: &Activations, buffer: SmemAddr, (codes, scales): Self::Raw) {
         seq_macro::seq!(HALF in 0..2 {
-            let words = raw.codes[2 * HALF] as u64 | (raw.codes[2 * HALF + 1] as u64) << 32;
-            let sf = (raw.scales >> (8 * HALF)) & 0xFF;
+            let words = codes[2 * HALF] as u64 | (codes[2 * HALF + 1] as u64) << 32;
+            let sf = (scales >> (8 * HALF)) & 0xFF;
             let scale = cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16);
-            let at = act_block(buffer, self.row, tile, first_block + HALF);
+            let at = acts.block(buffer, HALF);
             memory::st_shared_v4_b32(at, [h(words, 0, scale), h(words, 1, scale), h(words, 2, scale), h(words, 3, scale)]);
             memory::st_shared_v4_b32(
                 at.offset(ACT_BLOCK_BYTES / 2),
                 [h(words, 4, scale), h(words, 5, scale), h(words, 6, scale), h(words, 7, scale)],
             );
         });
+    }
+}
+
+/// W4A16's fp16 or bf16 activations, the values themselves, only put in the pair order.
+/// A phase of a row is 128 chunks of 16 bytes (eight values, half a block); the row's 32
+/// threads take chunks lane, lane + 32, lane + 64, lane + 96, so that each of their four
+/// 16-byte loads reads 512 contiguous bytes per warp. (Each thread's own 64 contiguous
+/// bytes, a block pair as NVFP4 activations go, made every load touch 32 sectors, half of
+/// each: 16x7168x16384 took 49.1 us against the decode tiles' 46.4 on an H100,
+/// docs/perf-notes.md, session 28.)
+#[derive(Clone, Copy)]
+struct Wide;
+
+/// 16-byte chunks of one row's phase, and how many each thread takes.
+const WIDE_CHUNKS_PER_ROW: u32 = PHASE_K * WIDE_BYTES / PIECE_BYTES;
+const WIDE_CHUNKS_PER_THREAD: u32 = WIDE_CHUNKS_PER_ROW / PAIRS_PER_ROW;
+const _: () = assert!(WIDE_CHUNKS_PER_THREAD == 4, "`Wide::load` unrolls four chunks");
+/// Values in a chunk, and chunks per block.
+const CHUNK_VALUES: u32 = PIECE_BYTES / WIDE_BYTES;
+const CHUNKS_PER_BLOCK: u32 = SF_VECTOR / CHUNK_VALUES;
+
+impl Source for Wide {
+    /// Four chunks (8 values each, two per word, the even one low).
+    type Raw = [[u32; 4]; WIDE_CHUNKS_PER_THREAD as usize];
+    const UNDO: f32 = 1.0;
+
+    fn row_bytes(k: u32) -> u64 {
+        k as u64 * WIDE_BYTES as u64
+    }
+
+    #[inline(always)]
+    fn load(acts: &Activations, phase: u32) -> Self::Raw {
+        if !acts.live {
+            return [[0; 4]; WIDE_CHUNKS_PER_THREAD as usize];
+        }
+        let row_phase = acts.rows + acts.row as u64 * acts.row_bytes + (phase * PHASE_K * WIDE_BYTES) as u64;
+        core::array::from_fn(|i| {
+            let chunk = acts.pair + i as u32 * PAIRS_PER_ROW;
+            memory::ld_global_nc_v4_b32(row_phase + (chunk * PIECE_BYTES) as u64)
+        })
+    }
+
+    #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
+    #[inline(always)]
+    fn store(acts: &Activations, buffer: SmemAddr, chunks: Self::Raw) {
+        // Unrolled (`seq!`): a loop over `chunks` put it in local memory.
+        seq_macro::seq!(I in 0..4 {
+            // Chunk c of the phase: half c % 2 of block c / 2 (H[0..4] or H[4..8]).
+            let chunk = acts.pair + I * PAIRS_PER_ROW;
+            let block = chunk / CHUNKS_PER_BLOCK;
+            let at = act_block(buffer, acts.row, block / layout::TILE_COLS, block % layout::TILE_COLS);
+            memory::st_shared_v4_b32(at.offset(chunk % CHUNKS_PER_BLOCK * PIECE_BYTES), pairs_of_16bit(chunks[I]));
+        });
+    }
+}
+
+impl Activations {
+    /// Where block `half` of this thread's pair goes in a phase buffer.
+    fn block(&self, buffer: SmemAddr, half: u32) -> SmemAddr {
+        let (tile, first_block) = (2 * self.pair / layout::TILE_COLS, 2 * self.pair % layout::TILE_COLS);
+        act_block(buffer, self.row, tile, first_block + half)
+    }
+}
+
+/// The tensor cores' input type: fp16 (NVFP4 and fp16 activations) or bf16 (bf16
+/// activations: each weight pair converted from fp16, exactly, as in sm90v2).
+trait Operands: Element {
+    fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4];
+}
+
+impl Operands for F16 {
+    #[inline(always)]
+    fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        warp::mma_m16n8k16_f32_f16(a, b, c)
+    }
+}
+
+impl Operands for Bf16 {
+    #[inline(always)]
+    fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        warp::mma_m16n8k16_f32_bf16(a, b, c)
     }
 }
 
@@ -327,7 +454,7 @@ impl Walk {
     /// `buffer` into `acc` (one accumulator per n8 half).
     #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
     #[inline(always)]
-    fn multiply<const H: usize>(&self, slot: u32, buffer: SmemAddr, g: u32, acc: &mut [[f32; 4]; H]) {
+    fn multiply<const H: usize, E: Operands>(&self, slot: u32, buffer: SmemAddr, g: u32, acc: &mut [[f32; 4]; H]) {
         // Rows g and g + 8: their 32 code bytes of this lane's tile t (block b is words 2b
         // and 2b + 1) and their scale words (set g % 4, rows g / 4 and 2 + g / 4 of it).
         let codes = [g, g + MMA_N].map(|i| {
@@ -357,11 +484,12 @@ impl Walk {
                 [b0, b1, b2, b3, b4, b5, b6, b7]
             });
             seq_macro::seq!(STEP in 0..4 {
-                let a = [h(w0, 2 * STEP, s0), h(w1, 2 * STEP, s1), h(w0, 2 * STEP + 1, s0), h(w1, 2 * STEP + 1, s1)];
+                let a = [h(w0, 2 * STEP, s0), h(w1, 2 * STEP, s1), h(w0, 2 * STEP + 1, s0), h(w1, 2 * STEP + 1, s1)]
+                    .map(E::from_f16x2);
                 seq_macro::seq!(HALF in 0..2 {
                     if HALF < H {
                         let half = HALF % H;
-                        acc[half] = warp::mma_m16n8k16_f32_f16(a, [b[half][2 * STEP], b[half][2 * STEP + 1]], acc[half]);
+                        acc[half] = E::mma(a, [b[half][2 * STEP], b[half][2 * STEP + 1]], acc[half]);
                     }
                 });
             });
@@ -372,7 +500,7 @@ impl Walk {
 /// The kernel for `H` n8 halves of activation rows and `R` groups per warp.
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
 #[inline(always)]
-fn run<const H: usize, const R: usize>(args: &GemmArgs) {
+fn run<const H: usize, const R: usize, S: Source, E: Operands>(args: &GemmArgs) {
     let (n, k) = (args.n, args.k);
     let base = special::dynamic_smem();
     let (cta, ctas, l) = (special::ctaid_x(), special::nctaid_x(), special::ctaid_y());
@@ -416,14 +544,14 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
 
     let walk = Walk { ring: base.offset(warp_in_cta * RING * SLOT_BYTES), lane, part, t, row_bytes };
     let buffer = |phase: u32| base.offset(RING_BYTES + phase % 2 * ACT_BUFFER_BYTES);
-    let activations = Activations::new(args, l, tid);
+    let activations = Activations::new::<S>(args, l, tid);
     let phases = k / PHASE_K;
     let slots = phases * R as u32;
 
     // The raw bytes of phases 0 and 1 first (so they do not queue behind the weights'
     // copies), step 2's first copies, then step 1 for phase 0 (waiting for its bytes once).
-    let phase0 = activations.load(0);
-    let mut raw = activations.load(if phases > 1 { 1 } else { 0 });
+    let phase0 = S::load(&activations, 0);
+    let mut raw = S::load(&activations, if phases > 1 { 1 } else { 0 });
     seq_macro::seq!(FETCH in 0..8 {
         if FETCH < RING - 1 {
             let fetch: u32 = FETCH;
@@ -431,7 +559,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
             walk.copy(fetch, &rows[r], fetch / R as u32, fetch < slots && active[r]);
         }
     });
-    activations.store(buffer(0), phase0);
+    S::store(&activations, buffer(0), phase0);
     barrier::sync_unaligned(BARRIER_CTA, THREADS);
 
     let mut acc = [[[0f32; 4]; H]; R];
@@ -439,9 +567,9 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
     for phase in 0..phases {
         // Step 1 for the next phase, from the bytes loaded during this one's predecessor.
         if phase + 1 < phases {
-            activations.store(buffer(phase + 1), raw);
+            S::store(&activations, buffer(phase + 1), raw);
             if phase + 2 < phases {
-                raw = activations.load(phase + 2);
+                raw = S::load(&activations, phase + 2);
             }
         }
         // Slot `slot` is round RR of this phase; round indices are constants (`seq!`).
@@ -459,7 +587,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
                 let next_phase = phase + (r as u32 + RING - 1) / R as u32;
                 walk.copy(next % RING, &rows[next_r], next_phase, next < slots && active[next_r]);
                 if active[r] {
-                    walk.multiply::<H>(slot % RING, buffer(phase), g, &mut acc[r]);
+                    walk.multiply::<H, E>(slot % RING, buffer(phase), g, &mut acc[r]);
                 }
                 slot += 1;
             }
@@ -505,7 +633,7 @@ fn run<const H: usize, const R: usize>(args: &GemmArgs) {
                 sum = if part == 0 { value } else { sum + value };
             }
             let at = c + (j as u64 * n as u64 + row as u64) * OUT_BYTES as u64;
-            memory::st_global_b16(at, epilogue.one(cvt::mul_f32(sum, SIXTY_FOUR), row));
+            memory::st_global_b16(at, epilogue.one(cvt::mul_f32(sum, S::UNDO), row));
         }
         item += THREADS;
     }

@@ -1281,19 +1281,26 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
         let hi = memory::ld_global_cg_v4_b32(row + ((first + SF_VECTOR / 2) * F16_BYTES) as u64);
         v = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     }
-    const LOW: u32 = 0x0000_FFFF;
     for q in 0..2 {
-        let w = |j: usize| v[4 * q + j];
-        let pairs = [
-            (w(0) & LOW) | (w(1) << 16),  // (k0, k2)
-            (w(2) & LOW) | (w(3) << 16),  // (k4, k6)
-            (w(0) >> 16) | (w(1) & !LOW), // (k1, k3)
-            (w(2) >> 16) | (w(3) & !LOW), // (k5, k7)
-        ];
+        let pairs = pairs_of_16bit([v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]]);
         for (kind, pair) in pairs.into_iter().enumerate() {
             store_pair(image, r, t, 4 * q as u32 + kind as u32, pair);
         }
     }
+}
+
+/// Eight 16-bit values k0..k7 in natural order (two per word, the even one low) as the
+/// four pairs (k0, k2), (k4, k6), (k1, k3), (k5, k7) that [`pair`] makes of eight
+/// converted e2m1 values: H[4q..4q + 4] of word q.
+#[inline(always)]
+pub(crate) fn pairs_of_16bit(w: [u32; 4]) -> [u32; 4] {
+    const LOW: u32 = 0x0000_FFFF;
+    [
+        (w[0] & LOW) | (w[1] << 16),  // (k0, k2)
+        (w[2] & LOW) | (w[3] << 16),  // (k4, k6)
+        (w[0] >> 16) | (w[1] & !LOW), // (k1, k3)
+        (w[2] >> 16) | (w[3] & !LOW), // (k5, k7)
+    ]
 }
 
 // ---------------------------------------------------------------------------------------

@@ -264,10 +264,11 @@ pub fn mma_f32(
 }
 
 /// The arithmetic of the warp-level `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`
-/// (D = A·B + D, A 16×16 and B 8×16 f16 bits as in [`mma_f32`], D 16×8): the PTX ISA does not
-/// describe its internal sum either, so the model is [`mma_f32`]'s.
-pub fn mma_sync_m16n8k16_f32(a: &[u16], b: &[u16], d: &mut [f32]) -> Result<(), String> {
-    sum_products(Inputs::F16, 16, 8, (a, b), d, true, 1.0)
+/// and its `.bf16.bf16` form (D = A·B + D, A 16×16 and B 8×16 input bits as in
+/// [`mma_f32`], D 16×8): the PTX ISA does not describe its internal sum either, so the model
+/// is [`mma_f32`]'s.
+pub fn mma_sync_m16n8k16_f32(inputs: Inputs, a: &[u16], b: &[u16], d: &mut [f32]) -> Result<(), String> {
+    sum_products(inputs, 16, 8, (a, b), d, true, 1.0)
 }
 
 /// D (`rows` × `n`) = `sign`·A·B (+ D when `accumulate`), each element's products summed

@@ -3,6 +3,7 @@
 
 use super::{exec, warp_members};
 use crate::cta::{Scope, WARP, WARPGROUP};
+use crate::model::wgmma::Inputs;
 use crate::report::ErrorKind;
 
 /// `elect.sync laneid|is_elected, membermask;`: every thread in `membermask` must execute
@@ -151,7 +152,19 @@ pub fn c_coord(lane: usize, r: usize) -> (usize, usize) {
 /// (each product exact, the 17-term sum rounded once to f32).
 #[track_caller]
 pub fn mma_m16n8k16_f32_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-    let ex = exec("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    mma_m16n8k16_f32(Inputs::F16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", a, b, c)
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 d, a, b, c;`: as
+/// [`mma_m16n8k16_f32_f16`] with bf16 inputs (the same fragment layout).
+#[track_caller]
+pub fn mma_m16n8k16_f32_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    mma_m16n8k16_f32(Inputs::Bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", a, b, c)
+}
+
+#[track_caller]
+fn mma_m16n8k16_f32(types: Inputs, name: &'static str, a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let ex = exec(name);
     let (ex, warp, members) = full_warp(ex, "mma.sync (all 32 lanes must execute it)");
     let input = (a, b, c);
     let (ex, out) = ex.collective(Scope::Warp { warp, mask: u32::MAX }, members, input, |_, _, inputs, out| {
@@ -173,7 +186,7 @@ pub fn mma_m16n8k16_f32_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
                 }
             }
         }
-        crate::model::wgmma::mma_sync_m16n8k16_f32(&fa, &fb, &mut d).map_err(|e| (ErrorKind::Collective, e))?;
+        crate::model::wgmma::mma_sync_m16n8k16_f32(types, &fa, &fb, &mut d).map_err(|e| (ErrorKind::Collective, e))?;
         for (lane, o) in out.iter_mut().enumerate() {
             *o = std::array::from_fn(|r| {
                 let (row, col) = c_coord(lane, r);
