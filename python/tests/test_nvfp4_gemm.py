@@ -399,9 +399,12 @@ def test_cuda_rejects_operands_on_two_devices():
 
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(33, 72, 96), (128, 4096, 7168), (1, 7168, 2048), (3, 130, 80)])
+@pytest.mark.parametrize(
+    "shape", [(33, 72, 96), (128, 4096, 7168), (1, 7168, 2048), (16, 4096, 2048), (3, 130, 80)]
+)
 def test_w4a16_on_cuda_matches_the_cpu_path(shape, dtype):
-    # On Hopper this is the fused sm90v2 W4A16 mode; elsewhere the dequantizing fallback.
+    # On Hopper this is the fused sm90v2 W4A16 mode (M <= 16 with K % 1024 == 0: its
+    # one-launch mma.sync kernel); elsewhere the dequantizing fallback.
     m, n, k = shape
     gen = torch.Generator().manual_seed(m + n)
     x = (torch.randint(-8, 9, (m, k), generator=gen) / 4).to(dtype)  # exact in fp32 sums
