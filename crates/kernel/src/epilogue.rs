@@ -38,6 +38,14 @@ impl Epilogue {
         Epilogue { alpha, bias: args.bias, out }
     }
 
+    /// This epilogue for accumulators that carry `factor` (a power of two) times the sums it
+    /// was written for: alpha times `factor`, exact, so `(alpha · factor) · acc` is the
+    /// same f32 as `alpha · (factor · acc)`. (An alpha beyond 2^127 / factor overflows.)
+    #[inline(always)]
+    pub fn scaled(self, factor: f32) -> Epilogue {
+        Epilogue { alpha: cvt::mul_f32(self.alpha, factor), ..self }
+    }
+
     /// `alpha · acc (+ bias[n])` in fp32, before the rounding.
     #[inline(always)]
     pub fn value(&self, acc: f32, n: u32) -> f32 {

@@ -11,12 +11,13 @@
 //! one warp-level `mma.sync.m16n8k16` (two for M > 8): the conversion costs the same
 //! whatever M is, and the whole call is one launch with nothing before or after it.
 //!
-//! **Exact.** A weight's e2m1 code times its e4m3 scale is exact in fp16 (and in bf16, to
-//! which bf16 calls convert it), and so is an NVFP4 activation's times 2^-6 (the e4m3 trick
-//! of [`crate::sm90v2`] leaves the activations that factor, in [2^-16, 42]; 16-bit
-//! activations are taken as they are); every product is exact in f32, the tensor core sums
-//! them into f32 accumulators across all of K, and the final sum times 64 undoes the 2^-6
-//! exactly. The only roundings are the f32 sums', as in every kernel of this crate.
+//! **Exact.** A weight's e2m1 code times its e4m3 scale is exact in fp16 (bf16 calls build
+//! it as bf16 times 2^-7, [`crate::sm90v2::Element`]), and so is an NVFP4 activation's
+//! times 2^-6 (the e4m3 trick of [`crate::sm90v2`] leaves the activations that factor, in
+//! [2^-16, 42]; 16-bit activations are taken as they are); every product is exact in f32,
+//! the tensor core sums them into f32 accumulators across all of K, and the final sum
+//! times 64 (or 128 for bf16) undoes the power of two exactly. The only roundings are the
+//! f32 sums', as in every kernel of this crate.
 //!
 //! **Work.** The grid is [CTAs per batch, L], one CTA of [`THREADS`] threads per SM. The
 //! weight rows go to the CTAs in *sets* of four (rows c, c + 32, c + 64, c + 96 of a
@@ -60,7 +61,7 @@ use nvfp4::shape::SF_VECTOR;
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::gemv::{self, cta_sets, set_row, sets};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, memory, special, warp};
-use crate::sm90v2::{Bf16, Element, F16, h, pairs_of_16bit, scale_f16x2};
+use crate::sm90v2::{Bf16, Element, F16, h};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have: two n8 halves of the mma.
@@ -247,7 +248,8 @@ trait Source: Copy {
     /// Bytes of one activation row of K values.
     fn row_bytes(k: u32) -> u64;
     fn load(acts: &Activations, phase: u32) -> Self::Raw;
-    fn store(acts: &Activations, buffer: SmemAddr, raw: Self::Raw);
+    /// Stores `raw` in the pair order of `E`'s weights.
+    fn store<E: Element>(acts: &Activations, buffer: SmemAddr, raw: Self::Raw);
 }
 
 /// NVFP4 activations: 16 code bytes and two scales per block pair, converted to fp16
@@ -278,7 +280,7 @@ impl Source for Fp4 {
 
     #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
     #[inline(always)]
-    fn store(acts: &Activations, buffer: SmemAddr, (codes, scales): Self::Raw) {
+    fn store<E: Element>(acts: &Activations, buffer: SmemAddr, (codes, scales): Self::Raw) {
         seq_macro::seq!(HALF in 0..2 {
             let words = codes[2 * HALF] as u64 | (codes[2 * HALF + 1] as u64) << 32;
             let sf = (scales >> (8 * HALF)) & 0xFF;
@@ -334,14 +336,14 @@ impl Source for Wide {
 
     #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` unrolls into literal 0 and 1 factors
     #[inline(always)]
-    fn store(acts: &Activations, buffer: SmemAddr, chunks: Self::Raw) {
+    fn store<E: Element>(acts: &Activations, buffer: SmemAddr, chunks: Self::Raw) {
         // Unrolled (`seq!`): a loop over `chunks` put it in local memory.
         seq_macro::seq!(I in 0..4 {
             // Chunk c of the phase: half c % 2 of block c / 2 (H[0..4] or H[4..8]).
             let chunk = acts.pair + I * PAIRS_PER_ROW;
             let block = chunk / CHUNKS_PER_BLOCK;
             let at = act_block(buffer, acts.row, block / layout::TILE_COLS, block % layout::TILE_COLS);
-            memory::st_shared_v4_b32(at.offset(chunk % CHUNKS_PER_BLOCK * PIECE_BYTES), pairs_of_16bit(chunks[I]));
+            memory::st_shared_v4_b32(at.offset(chunk % CHUNKS_PER_BLOCK * PIECE_BYTES), E::activations(chunks[I]));
         });
     }
 }
@@ -355,7 +357,7 @@ impl Activations {
 }
 
 /// The tensor cores' input type: fp16 (NVFP4 and fp16 activations) or bf16 (bf16
-/// activations: each weight pair converted from fp16, exactly, as in sm90v2).
+/// activations, with the weights built as bf16 as in sm90v2), and its `mma.sync`.
 trait Operands: Element {
     fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4];
 }
@@ -474,8 +476,8 @@ impl Walk {
             // This block's codes (two words, 16 values) and scale of each row.
             let w0 = codes[0][2 * BLOCK] as u64 | (codes[0][2 * BLOCK + 1] as u64) << 32;
             let w1 = codes[1][2 * BLOCK] as u64 | (codes[1][2 * BLOCK + 1] as u64) << 32;
-            let s0 = scale_f16x2((scales[0] >> (8 * BLOCK)) & 0xFF);
-            let s1 = scale_f16x2((scales[1] >> (8 * BLOCK)) & 0xFF);
+            let s0 = E::scale((scales[0] >> (8 * BLOCK)) & 0xFF);
+            let s1 = E::scale((scales[1] >> (8 * BLOCK)) & 0xFF);
             // The activations of this block for column g of each half.
             let b: [[u32; 8]; H] = core::array::from_fn(|half| {
                 let first = act_block(buffer, g + half as u32 * MMA_N, tile, BLOCK);
@@ -484,8 +486,12 @@ impl Walk {
                 [b0, b1, b2, b3, b4, b5, b6, b7]
             });
             seq_macro::seq!(STEP in 0..4 {
-                let a = [h(w0, 2 * STEP, s0), h(w1, 2 * STEP, s1), h(w0, 2 * STEP + 1, s0), h(w1, 2 * STEP + 1, s1)]
-                    .map(E::from_f16x2);
+                let a = [
+                    E::weight(w0, 2 * STEP, s0),
+                    E::weight(w1, 2 * STEP, s1),
+                    E::weight(w0, 2 * STEP + 1, s0),
+                    E::weight(w1, 2 * STEP + 1, s1),
+                ];
                 seq_macro::seq!(HALF in 0..2 {
                     if HALF < H {
                         let half = HALF % H;
@@ -559,7 +565,7 @@ fn run<const H: usize, const R: usize, S: Source, E: Operands>(args: &GemmArgs) 
             walk.copy(fetch, &rows[r], fetch / R as u32, fetch < slots && active[r]);
         }
     });
-    S::store(&activations, buffer(0), phase0);
+    S::store::<E>(&activations, buffer(0), phase0);
     barrier::sync_unaligned(BARRIER_CTA, THREADS);
 
     let mut acc = [[[0f32; 4]; H]; R];
@@ -567,7 +573,7 @@ fn run<const H: usize, const R: usize, S: Source, E: Operands>(args: &GemmArgs) 
     for phase in 0..phases {
         // Step 1 for the next phase, from the bytes loaded during this one's predecessor.
         if phase + 1 < phases {
-            S::store(&activations, buffer(phase + 1), raw);
+            S::store::<E>(&activations, buffer(phase + 1), raw);
             if phase + 2 < phases {
                 raw = S::load(&activations, phase + 2);
             }
@@ -633,7 +639,7 @@ fn run<const H: usize, const R: usize, S: Source, E: Operands>(args: &GemmArgs) 
                 sum = if part == 0 { value } else { sum + value };
             }
             let at = c + (j as u64 * n as u64 + row as u64) * OUT_BYTES as u64;
-            memory::st_global_b16(at, epilogue.one(cvt::mul_f32(sum, S::UNDO), row));
+            memory::st_global_b16(at, epilogue.one(cvt::mul_f32(sum, S::UNDO * E::UNDO), row));
         }
         item += THREADS;
     }

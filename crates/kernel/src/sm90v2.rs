@@ -172,8 +172,11 @@
 //!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
-//! bf16 activations each fp16 pair is converted to bf16 (exact) for `wgmma ... .bf16.bf16`
-//! ([`Element`]): a second copy of the consumer loop, chosen once per CTA.
+//! bf16 activations they are built as bf16 straight from their codes (value · sf · 2^-7,
+//! exact: two shifts, two masks and one `mul.rn.bf16x2` per pair, no conversion
+//! instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
+//! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
+//! once per CTA.
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
 //! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
@@ -599,15 +602,23 @@ pub trait Rows: Copy {
 }
 
 /// The 16-bit type the tensor cores multiply: the activations' type (fp16 for NVFP4 A,
-/// whose prologue dequantizes it to fp16, and for fp16 W4A16; bf16 for bf16 W4A16). The
-/// weights are dequantized to fp16 and then converted to it.
+/// whose prologue dequantizes it to fp16, and for fp16 W4A16; bf16 for bf16 W4A16), and
+/// how each type makes its weight pairs. Every weight is e2m1 · e4m3: zero or a value with
+/// at most 6 significant bits, exact in either type.
 pub trait Element: Copy {
     /// bf16 operands (`wgmma ... .bf16.bf16`) rather than fp16.
     const BF16: bool;
-    /// An fp16 pair of dequantized weights, as a pair of this type. Every weight is
-    /// e2m1 · e4m3: zero or a normal fp16 with at most 6 significant bits, so bf16 (8
-    /// significant bits, fp32's exponent range) holds it exactly too.
-    fn from_f16x2(pair: u32) -> u32;
+    /// The power of two the weights carry besides their value: the epilogue multiplies the
+    /// f32 sums by it, exactly.
+    const UNDO: f32;
+    /// A block's scale pair, from its e4m3 byte `sf`.
+    fn scale(sf: u32) -> u32;
+    /// Pair H[i] (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes, value
+    /// i in bits 4i..4i+3 of word i / 8), times its block's `scale`.
+    fn weight(words: u64, i: u32, scale: u32) -> u32;
+    /// Eight 16-bit activations k0..k7 of one word quad (two per word, the even one low) as
+    /// the pairs H[4q..4q + 4] that [`Element::weight`] makes of the matching weights.
+    fn activations(w: [u32; 4]) -> [u32; 4];
 }
 
 /// fp16 operands.
@@ -619,20 +630,71 @@ pub struct Bf16;
 
 impl Element for F16 {
     const BF16: bool = false;
+    const UNDO: f32 = 1.0;
     #[inline(always)]
-    fn from_f16x2(pair: u32) -> u32 {
-        pair
+    fn scale(sf: u32) -> u32 {
+        scale_f16x2(sf)
+    }
+    /// The e4m3 trick ([`pair`]): H = (k0, k2), (k4, k6), (k1, k3), (k5, k7) of each word.
+    #[inline(always)]
+    fn weight(words: u64, i: u32, scale: u32) -> u32 {
+        h(words, i, scale)
+    }
+    #[inline(always)]
+    fn activations(w: [u32; 4]) -> [u32; 4] {
+        pairs_of_16bit(w)
     }
 }
 
+/// The bf16 weights' scale, 2^119 (see `impl Element for Bf16`), and what it leaves on
+/// every product.
+const TWO_POW_119: f32 = f32::from_bits((F32_EXPONENT_BIAS + 119) << F32_MANTISSA_BITS);
+const F32_EXPONENT_BIAS: u32 = 127;
+const F32_MANTISSA_BITS: u32 = 23;
+const BF16_WEIGHT_UNDO: f32 = 128.0;
+/// Masks of a bf16 pair's magnitude bits 8..6 and sign bits 15 (per half).
+const BF16_CODE_MAGNITUDES: u32 = 0x01C0_01C0;
+const BF16_SIGNS: u32 = 0x8000_8000;
+const _: () = assert!(TWO_POW_119 == (1u128 << 119) as f32);
+
 impl Element for Bf16 {
     const BF16: bool = true;
-    /// Through f32, both conversions exact (three instructions per pair: the price of
-    /// bf16 activations, measured in docs/perf-notes.md).
+    const UNDO: f32 = BF16_WEIGHT_UNDO;
+    /// sf · 2^119, exact in bf16 (4 significant bits; 448 · 2^119 < 2^128).
     #[inline(always)]
-    fn from_f16x2(pair: u32) -> u32 {
-        cvt::bf16x2_from_f32(cvt::f32_from_f16((pair >> 16) as u16), cvt::f32_from_f16(pair as u16))
+    fn scale(sf: u32) -> u32 {
+        let sf = cvt::mul_f32(cvt::f32_from_f16(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16) as u16), TWO_POW_119);
+        cvt::bf16x2_from_f32(sf, sf)
     }
+    /// Straight from the codes, no conversion instruction: an e2m1 code's sign to bit 15 and
+    /// its magnitude bits (e1 e0 m) to bits 8..6 make the bf16 of value · 2^-126 (e1 e0
+    /// lands in the exponent field, m in the top mantissa bit; the code 0.5 is the bf16
+    /// subnormal 2^-127, which `mul.rn.bf16x2` keeps on an H100, scripts/probes/bf16mul.cu),
+    /// and one bf16 multiply by sf · 2^119 gives value · sf · 2^-7, exactly. H[i] of a word
+    /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4: one shift puts both in place.
+    #[inline(always)]
+    fn weight(words: u64, i: u32, scale: u32) -> u32 {
+        let codes = (words >> (32 * (i / 4))) as u32 >> (4 * (i % 4));
+        let bits = ((codes << 6) & BF16_CODE_MAGNITUDES) | ((codes << 12) & BF16_SIGNS);
+        cvt::mul_bf16x2(bits, scale)
+    }
+    /// (k0, k4), (k1, k5), (k2, k6), (k3, k7).
+    #[inline(always)]
+    fn activations(w: [u32; 4]) -> [u32; 4] {
+        const LOW: u32 = 0x0000_FFFF;
+        [
+            (w[0] & LOW) | (w[2] << 16),
+            (w[0] >> 16) | (w[2] & !LOW),
+            (w[1] & LOW) | (w[3] << 16),
+            (w[1] >> 16) | (w[3] & !LOW),
+        ]
+    }
+}
+
+/// What the f32 sums of a call with activations of format code `a_format` carry besides
+/// their value (see [`Element::UNDO`]).
+pub fn undo(a_format: u32) -> f32 {
+    if a_format == AFormat::Bf16.code() { Bf16::UNDO } else { F16::UNDO }
 }
 
 /// Defines a tile height: its marker type and [`Rows`] impl (`$acc` accumulators per
@@ -1282,7 +1344,9 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
         v = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     }
     for q in 0..2 {
-        let pairs = pairs_of_16bit([v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]]);
+        let quad = [v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]];
+        let pairs =
+            if args.a_format == AFormat::Bf16.code() { Bf16::activations(quad) } else { F16::activations(quad) };
         for (kind, pair) in pairs.into_iter().enumerate() {
             store_pair(image, r, t, 4 * q as u32 + kind as u32, pair);
         }
@@ -1503,7 +1567,7 @@ impl OwnRows {
 
     /// Reads the thread's raw data of slot `slot` (after its `full` wait).
     #[inline(always)]
-    fn read(&self, smem: Smem, slot: u32, t: u32) -> Raw {
+    fn read<E: Element>(&self, smem: Smem, slot: u32, t: u32) -> Raw {
         let (weights, scales) = (smem.weights(slot), smem.scales(slot));
         let used = |i: usize| (i as u32) < self.rows_read;
         Raw {
@@ -1518,7 +1582,7 @@ impl OwnRows {
                 if !used(i) {
                     return 0;
                 }
-                scale_f16x2((memory::ld_shared_b32(scales.offset(self.scales[i])) >> (8 * t)) & 0xFF)
+                E::scale((memory::ld_shared_b32(scales.offset(self.scales[i])) >> (8 * t)) & 0xFF)
             }),
         }
     }
@@ -1544,7 +1608,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     ring.advance_by(c % step);
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::TILE);
-    let mut raw = own.read(smem, ring.slot, t);
+    let mut raw = own.read::<E>(smem, ring.slot, t);
     let mut acc = [R::ZERO; BLOCKS];
     // A fragments, one buffer per wgmma group in flight plus the one being written:
     // step j + FRAG_BUFFERS rewrites step j's registers only after the `wait_group
@@ -1580,12 +1644,11 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     // (prefill and wide tiles convert block 0 only, for both blocks).
                     if B < weight_blocks {
                         frags[PARITY][B] = [
-                            h(raw.words[2 * B], 2 * J, scales[2 * B]),
-                            h(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
-                            h(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
-                            h(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
-                        ]
-                        .map(E::from_f16x2);
+                            E::weight(raw.words[2 * B], 2 * J, scales[2 * B]),
+                            E::weight(raw.words[2 * B + 1], 2 * J, scales[2 * B + 1]),
+                            E::weight(raw.words[2 * B], 2 * J + 1, scales[2 * B]),
+                            E::weight(raw.words[2 * B + 1], 2 * J + 1, scales[2 * B + 1]),
+                        ];
                     }
                 });
                 // The fragments were just written: order that before the wgmmas read them.
@@ -1620,7 +1683,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     next.advance_by(step);
                     let next = if kb + step < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
-                    raw = own.read(smem, next.slot, t);
+                    raw = own.read::<E>(smem, next.slot, t);
                     if S == 1 {
                         // Drain at the loop's back-edge: the next pair's fragments are
                         // the same PTX registers as this pair's, and ptxas serializes
@@ -1766,7 +1829,8 @@ impl Place {
         let args = &p.args;
         Place {
             c: args.c + l as u64 * args.m as u64 * args.n as u64 * OUT_BYTES as u64,
-            epilogue: Epilogue::load(args),
+            // bf16 W4A16 sums carry 2^-7 (see `Bf16`): folded into alpha, exactly.
+            epilogue: Epilogue::load(args).scaled(undo(args.a_format)),
             m_count: args.m,
             n_count: args.n,
             n_base: n0 + c * weight_blocks(p.tile) * WGMMA_M + 16 * w + g,

@@ -133,6 +133,33 @@ pub fn mul_f16x2(a: u32, b: u32) -> u32 {
     map_halves2(a, b, mul_f16)
 }
 
+/// `mul.rn.bf16x2 d, a, b` (PTX ISA §9.7.4.3; sm_90, which has no `.ftz` for bf16): per
+/// half, `d = a · b` rounded to nearest even, subnormal inputs and results kept (checked on
+/// an H100: `scripts/probes/bf16mul.cu`); overflow → ±inf; NaN in → the canonical bf16 NaN.
+///
+/// Exactness of the model: a bf16 has 8 significant bits, so the product of two has at
+/// most 16 and is exact in f64 (whose exponent range holds every product of two f32
+/// values). A product of at least f32's smallest normal is then exact in f32 too and
+/// rounds once to bf16; a smaller one is rounded once on bf16's subnormal grid (2^-133).
+pub fn mul_bf16x2(a: u32, b: u32) -> u32 {
+    map_halves2(a, b, mul_bf16)
+}
+
+fn mul_bf16(a: u16, b: u16) -> u16 {
+    let widen = |h: u16| f64::from(f32::from_bits(u32::from(h) << 16));
+    let product = widen(a) * widen(b);
+    if product.is_nan() {
+        return BF16_CANONICAL_NAN;
+    }
+    if product.abs() >= f64::from(f32::MIN_POSITIVE) || product == 0.0 {
+        // Exact in f32 (or beyond its range, where both roundings give ±inf).
+        return cvt_bf16_f32(product as f32);
+    }
+    // bf16's subnormals are multiples of 2^-133: round there once, ties to even.
+    let ulps = (product * 2f64.powi(133)).round_ties_even();
+    cvt_bf16_f32((ulps * 2f64.powi(-133)) as f32)
+}
+
 /// `fma.rn.f16x2 d, a, b, c` (PTX ISA §9.7.4.4 "Half Precision Floating-Point Instructions:
 /// fma"): per half, `d = a · b + c` computed "to infinite precision" and rounded once, to
 /// nearest even; subnormals kept; overflow → ±inf.
@@ -292,6 +319,32 @@ fn shift_right_rne(mag: u128, s: i32) -> u128 {
 mod tests {
     use super::*;
     use half::f16;
+
+    /// `mul.rn.bf16x2`: the bf16 W4A16 weights' product (a subnormal e2m1 code times a
+    /// huge scale, exact), a rounding tie to even, a subnormal result, overflow, NaN, and
+    /// the sign of a zero product; each half on its own.
+    #[test]
+    fn mul_bf16x2_rounds_once_and_keeps_subnormals() {
+        let bf = |x: f32| cvt_bf16_f32(x);
+        let pair = |hi: u16, lo: u16| (u32::from(hi) << 16) | u32::from(lo);
+        let mul = |a: u16, b: u16| mul_bf16x2(u32::from(a), u32::from(b)) as u16;
+        // 0.5 · 2^-126 (bits 0x0040, subnormal) times 448 · 2^119: 0.5 · 448 · 2^-7.
+        assert_eq!(mul(0x0040, bf(448.0 * 2f32.powi(119))), bf(1.75));
+        // (1 + 2^-7) · 1.5 = 1.5 + 1.5 ulps (bf16's ulp in [1, 2) is 2^-7): a tie between
+        // 193 and 194 ulps, to the even 194, 1.5 + 2^-6.
+        assert_eq!(mul(bf(1.0 + 2f32.powi(-7)), bf(1.5)), bf(1.5 + 2f32.powi(-6)));
+        // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14: 130 ulps and a little, down to 1 + 2^-6.
+        assert_eq!(mul(bf(1.0 + 2f32.powi(-7)), bf(1.0 + 2f32.powi(-7))), bf(1.0 + 2f32.powi(-6)));
+        // Multiples of bf16's smallest subnormal (bits 0x0001, 2^-133): 1.5 and 2.5 ulps tie
+        // to the even 2; half an ulp ties to zero, keeping the sign.
+        assert_eq!(mul(bf(1.5), 0x0001), 0x0002);
+        assert_eq!(mul(bf(2.5), 0x0001), 0x0002);
+        assert_eq!(mul(bf(-0.5), 0x0001), 0x8000);
+        assert_eq!(mul(bf(2f32.powi(100)), bf(2f32.powi(100))), 0x7F80);
+        assert_eq!(mul(0x7FC0, bf(1.0)), BF16_CANONICAL_NAN);
+        assert_eq!(mul(0x8000, bf(3.0)), 0x8000);
+        assert_eq!(mul_bf16x2(pair(bf(2.0), bf(3.0)), pair(bf(-0.5), bf(0.25))), pair(bf(-1.0), bf(0.75)));
+    }
 
     /// Small deterministic generator (xorshift64*) for the randomized checks.
     struct Rng(u64);

@@ -28,6 +28,12 @@ pub fn mul_f16x2(a: u32, b: u32) -> u32 {
     model::mul_f16x2(a, b)
 }
 
+/// `mul.rn.bf16x2 d, a, b;`
+pub fn mul_bf16x2(a: u32, b: u32) -> u32 {
+    count("mul.rn.bf16x2");
+    model::mul_bf16x2(a, b)
+}
+
 /// `fma.rn.f16x2 d, a, b, c;`
 pub fn fma_f16x2(a: u32, b: u32, c: u32) -> u32 {
     count("fma.rn.f16x2");

@@ -44,6 +44,25 @@ pub fn mul_f16x2(a: u32, b: u32) -> u32 {
     }
 }
 
+/// `mul.rn.bf16x2 d, a, b;` — two bf16 products, each rounded to nearest even (sm_90+;
+/// subnormal inputs are kept, which the bf16 W4A16 weights rely on).
+#[inline(always)]
+pub fn mul_bf16x2(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            asm!("mul.rn.bf16x2 {}, {}, {};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        emu::ops::numeric::mul_bf16x2(a, b)
+    }
+}
+
 /// `cvt.rn.f16x2.f32 d, hi, lo;` — two f32 to one fp16 pair, rounded to nearest even;
 /// note the order: the first source goes to the UPPER half.
 #[inline(always)]
