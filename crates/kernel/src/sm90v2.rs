@@ -613,8 +613,8 @@ pub trait Element: Copy {
     const UNDO: f32;
     /// A block's scale pair, from its e4m3 byte `sf`.
     fn scale(sf: u32) -> u32;
-    /// Pair H[i] (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes, value
-    /// i in bits 4i..4i+3 of word i / 8), times its block's `scale`.
+    /// Pair H[i] (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes: value
+    /// v in bits 4(v % 8)..4(v % 8) + 3 of word v / 8), times its block's `scale`.
     fn weight(words: u64, i: u32, scale: u32) -> u32;
     /// Eight 16-bit activations k0..k7 of one word quad (two per word, the even one low) as
     /// the pairs H[4q..4q + 4] that [`Element::weight`] makes of the matching weights.
@@ -652,7 +652,10 @@ const TWO_POW_119: f32 = f32::from_bits((F32_EXPONENT_BIAS + 119) << F32_MANTISS
 const F32_EXPONENT_BIAS: u32 = 127;
 const F32_MANTISSA_BITS: u32 = 23;
 const BF16_WEIGHT_UNDO: f32 = 128.0;
-/// Masks of a bf16 pair's magnitude bits 8..6 and sign bits 15 (per half).
+/// Where an e2m1 code's magnitude bits (0..2) and sign (bit 3) go in a bf16 (bits 8..6 and
+/// 15), and the masks of those bits in a pair.
+const BF16_MAGNITUDE_SHIFT: u32 = 6;
+const BF16_SIGN_SHIFT: u32 = 12;
 const BF16_CODE_MAGNITUDES: u32 = 0x01C0_01C0;
 const BF16_SIGNS: u32 = 0x8000_8000;
 const _: () = assert!(TWO_POW_119 == (1u128 << 119) as f32);
@@ -675,7 +678,7 @@ impl Element for Bf16 {
     #[inline(always)]
     fn weight(words: u64, i: u32, scale: u32) -> u32 {
         let codes = (words >> (32 * (i / 4))) as u32 >> (4 * (i % 4));
-        let bits = ((codes << 6) & BF16_CODE_MAGNITUDES) | ((codes << 12) & BF16_SIGNS);
+        let bits = ((codes << BF16_MAGNITUDE_SHIFT) & BF16_CODE_MAGNITUDES) | ((codes << BF16_SIGN_SHIFT) & BF16_SIGNS);
         cvt::mul_bf16x2(bits, scale)
     }
     /// (k0, k4), (k1, k5), (k2, k6), (k3, k7).
