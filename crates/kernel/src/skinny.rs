@@ -197,8 +197,8 @@ fn with<S: Source, E: Operands>(args: &GemmArgs) {
     }
 }
 
-/// Step 1's addresses: batch `l`'s activations; thread τ prepares block pair τ % 32 of
-/// activation row τ / 32 (rows past M as zeros).
+/// Step 1's addresses: batch `l`'s activations; thread τ prepares its share of activation
+/// row τ / 32 as lane τ % 32 of the row (rows past M as zeros).
 #[derive(Clone, Copy)]
 struct Activations {
     /// Row 0 of the batch's A, and the bytes of a row.
@@ -208,7 +208,9 @@ struct Activations {
     scales: u64,
     blocks: u32,
     row: u32,
-    pair: u32,
+    /// The thread's lane in its row: NVFP4 block pair `lane` of each phase, or 16-bit
+    /// chunks `lane + 32i`.
+    lane: u32,
     live: bool,
 }
 
@@ -224,21 +226,22 @@ impl Activations {
             scales: args.sfa + l as u64 * layout::batch_bytes(m, blocks),
             blocks,
             row,
-            pair: tid % PAIRS_PER_ROW,
+            lane: tid % PAIRS_PER_ROW,
             live: row < m,
         }
     }
 
-    /// Block `block` (of the whole row) of this thread's row: its first value's index in K.
-    fn first_value(&self, phase: u32) -> u32 {
-        phase * PHASE_K + 2 * SF_VECTOR * self.pair
+    /// This thread's NVFP4 block pair of phase `phase`: its first value's index in K.
+    fn pair_start(&self, phase: u32) -> u32 {
+        phase * PHASE_K + 2 * SF_VECTOR * self.lane
     }
 }
 
 /// Where step 1's activations come from, and how they become the fp16 or bf16 values the
-/// mma multiplies: each thread loads its raw block pair of one phase (a phase before it
-/// is needed, so its latency hides behind a phase of work), then stores it into the
-/// phase's buffer as H[0..8] of each block (`sm90v2::h`'s pair order).
+/// mma multiplies: each thread loads its raw share of one phase (a phase before it is
+/// needed, so its latency hides behind a phase of work), then stores it in the phase's
+/// buffer as H[0..8] of each block, in the pair order of the weights
+/// ([`Element::activations`]).
 trait Source: Copy {
     /// What a thread holds between its load and its store.
     type Raw: Copy;
@@ -247,6 +250,7 @@ trait Source: Copy {
     const UNDO: f32;
     /// Bytes of one activation row of K values.
     fn row_bytes(k: u32) -> u64;
+    /// This thread's raw share of phase `phase` (zeros past M).
     fn load(acts: &Activations, phase: u32) -> Self::Raw;
     /// Stores `raw` in the pair order of `E`'s weights.
     fn store<E: Element>(acts: &Activations, buffer: SmemAddr, raw: Self::Raw);
@@ -271,7 +275,7 @@ impl Source for Fp4 {
         if !acts.live {
             return ([0; 4], 0);
         }
-        let first = acts.first_value(phase);
+        let first = acts.pair_start(phase);
         let at = acts.rows + acts.row as u64 * acts.row_bytes + (first / 2) as u64;
         let codes = memory::ld_global_nc_v4_b32(at);
         let scale = acts.scales + layout::offset(acts.row, first / SF_VECTOR, acts.blocks);
@@ -329,7 +333,7 @@ impl Source for Wide {
         }
         let row_phase = acts.rows + acts.row as u64 * acts.row_bytes + (phase * PHASE_K * WIDE_BYTES) as u64;
         core::array::from_fn(|i| {
-            let chunk = acts.pair + i as u32 * PAIRS_PER_ROW;
+            let chunk = acts.lane + i as u32 * PAIRS_PER_ROW;
             memory::ld_global_nc_v4_b32(row_phase + (chunk * PIECE_BYTES) as u64)
         })
     }
@@ -340,7 +344,7 @@ impl Source for Wide {
         // Unrolled (`seq!`): a loop over `chunks` put it in local memory.
         seq_macro::seq!(I in 0..4 {
             // Chunk c of the phase: half c % 2 of block c / 2 (H[0..4] or H[4..8]).
-            let chunk = acts.pair + I * PAIRS_PER_ROW;
+            let chunk = acts.lane + I * PAIRS_PER_ROW;
             let block = chunk / CHUNKS_PER_BLOCK;
             let at = act_block(buffer, acts.row, block / layout::TILE_COLS, block % layout::TILE_COLS);
             memory::st_shared_v4_b32(at.offset(chunk % CHUNKS_PER_BLOCK * PIECE_BYTES), E::activations(chunks[I]));
@@ -351,7 +355,7 @@ impl Source for Wide {
 impl Activations {
     /// Where block `half` of this thread's pair goes in a phase buffer.
     fn block(&self, buffer: SmemAddr, half: u32) -> SmemAddr {
-        let (tile, first_block) = (2 * self.pair / layout::TILE_COLS, 2 * self.pair % layout::TILE_COLS);
+        let (tile, first_block) = (2 * self.lane / layout::TILE_COLS, 2 * self.lane % layout::TILE_COLS);
         act_block(buffer, self.row, tile, first_block + half)
     }
 }
