@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{SMS, problem};
+use common::{SMS, entries, problem};
 use host::generate::Distribution;
 use host::{Kernel, Problem};
 use nvfp4::operand::AFormat;
@@ -51,9 +51,6 @@ fn the_gemv_applies_the_epilogue() {
 /// decode tiles take them, see tests/skinny.rs).
 #[test]
 fn decode_calls_with_nvfp4_activations_pick_the_gemv() {
-    let entries = |shape: &str, format: AFormat| -> Vec<&'static str> {
-        Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS, format).iter().map(|s| s.entry).collect()
-    };
     // W4A16 calls never do: the skinny kernel takes them where K % 1024 = 0 and its rounds
     // allow (2x7168x2048x3: 44 CTAs per batch, three groups per warp), else decode tiles.
     let decode = "nvfp4_gemm_sm90v2_decode";

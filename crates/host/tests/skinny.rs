@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{SMS, problem};
+use common::{SMS, entries, problem};
 use host::generate::Distribution;
 use host::{Kernel, Problem};
 use nvfp4::operand::AFormat;
@@ -63,9 +63,6 @@ fn the_skinny_kernel_applies_the_epilogue() {
 /// decode tiles.
 #[test]
 fn decode_calls_pick_the_skinny_kernel() {
-    let entries = |shape: &str, format: AFormat| -> Vec<&'static str> {
-        Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS, format).iter().map(|s| s.entry).collect()
-    };
     for shape in ["16x7168x16384", "16x4096x7168", "5x7168x2048", "8x4096x2048x2", "4x7168x16384", "1x7168x65536"] {
         for format in [AFormat::Nvfp4, AFormat::F16, AFormat::Bf16] {
             assert_eq!(entries(shape, format), [kernel::skinny::ENTRY], "{shape} {format:?}");

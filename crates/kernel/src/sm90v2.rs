@@ -621,6 +621,9 @@ pub trait Element: Copy {
     fn activations(w: [u32; 4]) -> [u32; 4];
 }
 
+/// The low 16-bit value of a word (of two 16-bit activations).
+const LOW: u32 = 0x0000_FFFF;
+
 /// fp16 operands.
 #[derive(Clone, Copy, Debug)]
 pub struct F16;
@@ -640,9 +643,15 @@ impl Element for F16 {
     fn weight(words: u64, i: u32, scale: u32) -> u32 {
         h(words, i, scale)
     }
+    /// (k0, k2), (k4, k6), (k1, k3), (k5, k7), as [`pair`] makes them of converted codes.
     #[inline(always)]
     fn activations(w: [u32; 4]) -> [u32; 4] {
-        pairs_of_16bit(w)
+        [
+            (w[0] & LOW) | (w[1] << 16),
+            (w[2] & LOW) | (w[3] << 16),
+            (w[0] >> 16) | (w[1] & !LOW),
+            (w[2] >> 16) | (w[3] & !LOW),
+        ]
     }
 }
 
@@ -684,7 +693,6 @@ impl Element for Bf16 {
     /// (k0, k4), (k1, k5), (k2, k6), (k3, k7).
     #[inline(always)]
     fn activations(w: [u32; 4]) -> [u32; 4] {
-        const LOW: u32 = 0x0000_FFFF;
         [
             (w[0] & LOW) | (w[2] << 16),
             (w[0] >> 16) | (w[2] & !LOW),
@@ -1194,7 +1202,7 @@ const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
 
 /// fp16(sf·64) in both halves of a pair, from one e4m3 scale byte (exact: ≤ 28672).
 #[inline(always)]
-pub(crate) fn scale_f16x2(sf: u32) -> u32 {
+fn scale_f16x2(sf: u32) -> u32 {
     cvt::mul_f16x2(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16), F16X2_SIXTY_FOUR)
 }
 
@@ -1354,20 +1362,6 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
             store_pair(image, r, t, 4 * q as u32 + kind as u32, pair);
         }
     }
-}
-
-/// Eight 16-bit values k0..k7 in natural order (two per word, the even one low) as the
-/// four pairs (k0, k2), (k4, k6), (k1, k3), (k5, k7) that [`pair`] makes of eight
-/// converted e2m1 values: H[4q..4q + 4] of word q.
-#[inline(always)]
-pub(crate) fn pairs_of_16bit(w: [u32; 4]) -> [u32; 4] {
-    const LOW: u32 = 0x0000_FFFF;
-    [
-        (w[0] & LOW) | (w[1] << 16),  // (k0, k2)
-        (w[2] & LOW) | (w[3] << 16),  // (k4, k6)
-        (w[0] >> 16) | (w[1] & !LOW), // (k1, k3)
-        (w[2] >> 16) | (w[3] & !LOW), // (k5, k7)
-    ]
 }
 
 // ---------------------------------------------------------------------------------------

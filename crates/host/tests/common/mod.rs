@@ -11,6 +11,11 @@ use host::{Kernel, Problem};
 /// What emulation assumes: an H100 SXM's SMs.
 pub const SMS: u32 = host::kernels::H100_SXM_SMS;
 
+/// The entry points sm90v2 launches for a call of `shape` with A in `format`, on [`SMS`] SMs.
+pub fn entries(shape: &str, format: nvfp4::operand::AFormat) -> Vec<&'static str> {
+    Kernel::Sm90v2.steps(shape.parse().unwrap(), SMS, format).iter().map(|s| s.entry).collect()
+}
+
 pub fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
     generate(shape.parse().unwrap(), dist, seed)
 }
