@@ -173,7 +173,7 @@
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
 //! bf16 activations they are built as bf16 straight from their codes (value · sf · 2^-7,
-//! exact: two shifts, two masks and one `mul.rn.bf16x2` per pair, no conversion
+//! exact: two masks, an integer multiply and one `mul.rn.bf16x2` per pair, no conversion
 //! instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
 //! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
 //! once per CTA.
@@ -667,6 +667,14 @@ const BF16_MAGNITUDE_SHIFT: u32 = 6;
 const BF16_SIGN_SHIFT: u32 = 12;
 const BF16_CODE_MAGNITUDES: u32 = 0x01C0_01C0;
 const BF16_SIGNS: u32 = 0x8000_8000;
+/// The codes of a pair (nibbles 0 and 4 of a word), and the multiplier that puts two
+/// copies of each, shifted by [`BF16_MAGNITUDE_SHIFT`] and [`BF16_SIGN_SHIFT`], in one
+/// product: the copies' bits (6..9 and 12..15 of each half) do not overlap, so the
+/// product is their OR, with no carry.
+const BF16_PAIR_CODES: u32 = 0x000F_000F;
+const BF16_PLACE: u32 = (1 << BF16_MAGNITUDE_SHIFT) | (1 << BF16_SIGN_SHIFT);
+/// The shift that brings nibbles 2 and 6 of a word to where nibbles 0 and 4 were.
+const BF16_UPPER_PAIRS: u32 = 8;
 const _: () = assert!(TWO_POW_119 == (1u128 << 119) as f32);
 
 impl Element for Bf16 {
@@ -683,11 +691,19 @@ impl Element for Bf16 {
     /// lands in the exponent field, m in the top mantissa bit; the code 0.5 is the bf16
     /// subnormal 2^-127, which `mul.rn.bf16x2` keeps on an H100, scripts/probes/bf16mul.cu),
     /// and one bf16 multiply by sf · 2^119 gives value · sf · 2^-7, exactly. H[i] of a word
-    /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4: one shift puts both in place.
+    /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4 (for j = 2, 3 nibbles 0, 4 and 1,
+    /// 5 of the word shifted by a byte, one shift for both pairs): a mask keeps the pair's
+    /// two codes, one integer multiply by 2^(6 - 4j) + 2^(12 - 4j) makes a copy of each
+    /// code for its magnitude bits and one for its sign, and a mask keeps those bits: per
+    /// pair a mask, the multiply, a mask and the bf16 multiply, where two shifts and two masks
+    /// placed the bits before (128x7168x16384 66.7-67.2 → 64.3-65.1 us, 2304x4608x7168
+    /// 229.9-230.3 → 224.8-225.7 on an H100, docs/perf-notes.md, session 29).
     #[inline(always)]
     fn weight(words: u64, i: u32, scale: u32) -> u32 {
-        let codes = (words >> (32 * (i / 4))) as u32 >> (4 * (i % 4));
-        let bits = ((codes << BF16_MAGNITUDE_SHIFT) & BF16_CODE_MAGNITUDES) | ((codes << BF16_SIGN_SHIFT) & BF16_SIGNS);
+        let (word, j) = ((words >> (32 * (i / 4))) as u32, i % 4);
+        let (word, j) = if j < 2 { (word, j) } else { (word >> BF16_UPPER_PAIRS, j - 2) };
+        let codes = word & (BF16_PAIR_CODES << (4 * j));
+        let bits = codes.wrapping_mul(BF16_PLACE >> (4 * j)) & (BF16_CODE_MAGNITUDES | BF16_SIGNS);
         cvt::mul_bf16x2(bits, scale)
     }
     /// (k0, k4), (k1, k5), (k2, k6), (k3, k7).
