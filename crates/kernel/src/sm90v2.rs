@@ -1666,9 +1666,10 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                 });
                 // The fragments were just written: order that before the wgmmas read them.
                 wgmma::fence();
-                // k16 step J starts 32 bytes further into each 128-byte swizzle row.
-                let b_desc = act.advance(J * WGMMA_K * F16_BYTES);
-                let b_desc_1 = act_1.advance(J * WGMMA_K * F16_BYTES);
+                // k16 step J starts 32 bytes further into each 128-byte swizzle row (a
+                // ring slot's image never ends at the top of the shared window: no wrap).
+                let b_desc = act.advance_in_window(J * WGMMA_K * F16_BYTES);
+                let b_desc_1 = act_1.advance_in_window(J * WGMMA_K * F16_BYTES);
                 // Block 1's weights: weight block 1, or on prefill and wide tiles block 0
                 // again.
                 let a_1 = &frags[PARITY][1 % weight_blocks as usize];
