@@ -445,17 +445,24 @@ fn w4a16_bf16_activations_match_the_reference_under_emulation() {
 }
 
 /// Each weight pair both element types build, on the host (the `ptx` layer's emulator
-/// ops): for every e2m1 code and every finite e4m3 scale, fp16 holds value·sf and bf16
+/// ops): for every e2m1 code and every finite e4m3 scale (picked out of a word of four scale
+/// bytes by `scale_byte_twice`, as the kernels read them), fp16 holds value·sf and bf16
 /// value·sf·2^-7 (undone by `Element::UNDO`); and pair i of a weight word holds the same two
 /// value positions as pair i of `Element::activations`, in each type's own order.
 #[test]
 fn both_element_types_build_exact_weight_pairs_in_their_activation_order() {
-    use kernel::sm90v2::{Bf16, Element, F16};
+    use kernel::sm90v2::{Bf16, Element, F16, scale_byte_twice};
     use nvfp4::epilogue::{bf16_to_f32, f16_to_f32};
-    fn check<E: Element>(value_of: fn(u16) -> f32) {
+    // A block's scale byte, picked out of a word of four whose other bytes are not zero.
+    fn scale_of(sf: u8) -> u32 {
+        let byte = u32::from(sf) % 4;
+        let word = 0xA5C3_5A3C & !(0xFF << (8 * byte)) | u32::from(sf) << (8 * byte);
+        scale_byte_twice(word, byte)
+    }
+    fn check<E: Element>(value_of: fn(u16) -> f32, scale_of: fn(u8) -> u32) {
         let half = |pair: u32, h: u32| value_of((pair >> (16 * h)) as u16);
         for sf in (0u8..=0xFE).filter(|&b| !nvfp4::e4m3::is_nan(b)) {
-            let scale = E::scale(u32::from(sf));
+            let scale = E::scale(scale_of(sf));
             for code in 0u8..16 {
                 // Every value of word 0 has `code`, every value of word 1 the next code.
                 let (c0, c1) = (u64::from(code), u64::from((code + 1) % 16));
@@ -472,7 +479,7 @@ fn both_element_types_build_exact_weight_pairs_in_their_activation_order() {
         // Value v of word 0 has code v; the activations' "values" are their indices.
         let words = 0x7654_3210u64;
         let order = E::activations([0x0001_0000, 0x0003_0002, 0x0005_0004, 0x0007_0006]);
-        let unit = E::scale(u32::from(nvfp4::e4m3::encode(1.0)));
+        let unit = E::scale(scale_of(nvfp4::e4m3::encode(1.0)));
         for (i, indices) in order.into_iter().enumerate() {
             for h in 0..2 {
                 let want = nvfp4::e2m1::decode((indices >> (16 * h)) as u8) / E::UNDO;
@@ -480,6 +487,6 @@ fn both_element_types_build_exact_weight_pairs_in_their_activation_order() {
             }
         }
     }
-    check::<F16>(f16_to_f32);
-    check::<Bf16>(bf16_to_f32);
+    check::<F16>(f16_to_f32, scale_of);
+    check::<Bf16>(bf16_to_f32, scale_of);
 }

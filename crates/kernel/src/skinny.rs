@@ -61,7 +61,7 @@ use nvfp4::shape::SF_VECTOR;
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::gemv::{self, cta_sets, set_row, sets};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, memory, special, warp};
-use crate::sm90v2::{Bf16, Element, F16, h};
+use crate::sm90v2::{Bf16, Element, F16, h, scale_byte_twice};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have: two n8 halves of the mma.
@@ -480,8 +480,8 @@ impl Walk {
             // This block's codes (two words, 16 values) and scale of each row.
             let w0 = codes[0][2 * BLOCK] as u64 | (codes[0][2 * BLOCK + 1] as u64) << 32;
             let w1 = codes[1][2 * BLOCK] as u64 | (codes[1][2 * BLOCK + 1] as u64) << 32;
-            let s0 = E::scale((scales[0] >> (8 * BLOCK)) & 0xFF);
-            let s1 = E::scale((scales[1] >> (8 * BLOCK)) & 0xFF);
+            let s0 = E::scale(scale_byte_twice(scales[0], BLOCK));
+            let s1 = E::scale(scale_byte_twice(scales[1], BLOCK));
             // The activations of this block for column g of each half.
             let b: [[u32; 8]; H] = core::array::from_fn(|half| {
                 let first = act_block(buffer, g + half as u32 * MMA_N, tile, BLOCK);

@@ -173,8 +173,8 @@
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
 //! bf16 activations they are built as bf16 straight from their codes (value · sf · 2^-7,
-//! exact: two masks, an integer multiply and one `mul.rn.bf16x2` per pair, no conversion
-//! instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
+//! exact: three or four integer instructions and one `mul.rn.bf16x2` per pair, no
+//! conversion instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
 //! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
 //! once per CTA.
 //!
@@ -200,7 +200,7 @@ use nvfp4::swizzle::Swizzle;
 
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::ptx::mbarrier::{MBARRIER_BYTES, Mbarrier};
-use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, griddep, memory, special, warp, wgmma};
+use crate::ptx::{SmemAddr, barrier, bulk, cp_async, cvt, fence, griddep, integer, memory, special, warp, wgmma};
 use crate::ring::RingPos;
 use crate::rows;
 use crate::{GemmArgs, Launch};
@@ -611,8 +611,9 @@ pub trait Element: Copy {
     /// The power of two the weights carry besides their value: the epilogue multiplies the
     /// f32 sums by it, exactly.
     const UNDO: f32;
-    /// A block's scale pair, from its e4m3 byte `sf`.
-    fn scale(sf: u32) -> u32;
+    /// A block's scale pair, from its e4m3 byte in both bytes of the low half of `twice`
+    /// (see [`scale_byte_twice`]).
+    fn scale(twice: u32) -> u32;
     /// Pair H[i] (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes: value
     /// v in bits 4(v % 8)..4(v % 8) + 3 of word v / 8), times its block's `scale`.
     fn weight(words: u64, i: u32, scale: u32) -> u32;
@@ -635,8 +636,8 @@ impl Element for F16 {
     const BF16: bool = false;
     const UNDO: f32 = 1.0;
     #[inline(always)]
-    fn scale(sf: u32) -> u32 {
-        scale_f16x2(sf)
+    fn scale(twice: u32) -> u32 {
+        scale_f16x2(twice)
     }
     /// The e4m3 trick ([`pair`]): H = (k0, k2), (k4, k6), (k1, k3), (k5, k7) of each word.
     #[inline(always)]
@@ -673,8 +674,8 @@ const BF16_SIGNS: u32 = 0x8000_8000;
 /// product is their OR, with no carry.
 const BF16_PAIR_CODES: u32 = 0x000F_000F;
 const BF16_PLACE: u32 = (1 << BF16_MAGNITUDE_SHIFT) | (1 << BF16_SIGN_SHIFT);
-/// The shift that brings nibbles 2 and 6 of a word to where nibbles 0 and 4 were.
-const BF16_UPPER_PAIRS: u32 = 8;
+/// The pairs whose codes [`BF16_PLACE`] (shifted right by 4 per pair) moves left.
+const BF16_MULTIPLIED_PAIRS: u32 = 2;
 const _: () = assert!(TWO_POW_119 == (1u128 << 119) as f32);
 
 impl Element for Bf16 {
@@ -682,8 +683,8 @@ impl Element for Bf16 {
     const UNDO: f32 = BF16_WEIGHT_UNDO;
     /// sf · 2^119, exact in bf16 (4 significant bits; 448 · 2^119 < 2^128).
     #[inline(always)]
-    fn scale(sf: u32) -> u32 {
-        let sf = cvt::mul_f32(cvt::f32_from_f16(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16) as u16), TWO_POW_119);
+    fn scale(twice: u32) -> u32 {
+        let sf = cvt::mul_f32(cvt::f32_from_f16(cvt::f16x2_from_e4m3x2(twice as u16) as u16), TWO_POW_119);
         cvt::bf16x2_from_f32(sf, sf)
     }
     /// Straight from the codes, no conversion instruction: an e2m1 code's sign to bit 15 and
@@ -691,19 +692,26 @@ impl Element for Bf16 {
     /// lands in the exponent field, m in the top mantissa bit; the code 0.5 is the bf16
     /// subnormal 2^-127, which `mul.rn.bf16x2` keeps on an H100, scripts/probes/bf16mul.cu),
     /// and one bf16 multiply by sf · 2^119 gives value · sf · 2^-7, exactly. H[i] of a word
-    /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4 (for j = 2, 3 nibbles 0, 4 and 1,
-    /// 5 of the word shifted by a byte, one shift for both pairs): a mask keeps the pair's
-    /// two codes, one integer multiply by 2^(6 - 4j) + 2^(12 - 4j) makes a copy of each
-    /// code for its magnitude bits and one for its sign, and a mask keeps those bits: per
-    /// pair a mask, the multiply, a mask and the bf16 multiply, where two shifts and two masks
-    /// placed the bits before (128x7168x16384 66.7-67.2 → 64.3-65.1 us, 2304x4608x7168
-    /// 229.9-230.3 → 224.8-225.7 on an H100, docs/perf-notes.md, session 29).
+    /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4. For j = 0, 1 both codes move
+    /// left: a mask keeps them, one integer multiply by 2^(6 - 4j) + 2^(12 - 4j) makes a copy
+    /// of each for its magnitude bits and one for its sign, a mask keeps those bits. For j =
+    /// 2, 3 the magnitudes move right: a shift each way and two masks (j = 3's sign is already
+    /// at bit 15, so one shift). Thirteen instructions a word, two fewer than with shifts for
+    /// every pair (a shared `word >> 8` for j = 2, 3, as many, made the skinny kernel spill).
+    /// On an H100 (docs/perf-notes.md, session 29), against shifts for every pair:
+    /// 128x7168x16384 bf16 W4A16 66.7-67.2 → 64.3-65.1 us, 2304x4608x7168 229.9-230.3 →
+    /// 224.8-225.7 (measured with the shared shift; the committed form then measured level
+    /// with it, 63.7-63.8 against 63.5 and 224.7-224.9 against 224.6).
     #[inline(always)]
     fn weight(words: u64, i: u32, scale: u32) -> u32 {
         let (word, j) = ((words >> (32 * (i / 4))) as u32, i % 4);
-        let (word, j) = if j < 2 { (word, j) } else { (word >> BF16_UPPER_PAIRS, j - 2) };
-        let codes = word & (BF16_PAIR_CODES << (4 * j));
-        let bits = codes.wrapping_mul(BF16_PLACE >> (4 * j)) & (BF16_CODE_MAGNITUDES | BF16_SIGNS);
+        let bits = if j < BF16_MULTIPLIED_PAIRS {
+            let codes = word & (BF16_PAIR_CODES << (4 * j));
+            codes.wrapping_mul(BF16_PLACE >> (4 * j)) & (BF16_CODE_MAGNITUDES | BF16_SIGNS)
+        } else {
+            let codes = word >> (4 * j);
+            ((codes << BF16_MAGNITUDE_SHIFT) & BF16_CODE_MAGNITUDES) | ((codes << BF16_SIGN_SHIFT) & BF16_SIGNS)
+        };
         cvt::mul_bf16x2(bits, scale)
     }
     /// (k0, k4), (k1, k5), (k2, k6), (k3, k7).
@@ -1216,10 +1224,26 @@ impl Problem {
 /// fp16 64.0 in both halves: the e4m3 trick's 2^-6, undone inside the scale.
 const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
 
-/// fp16(sf·64) in both halves of a pair, from one e4m3 scale byte (exact: ≤ 28672).
+/// fp16(sf·64) in both halves of a pair, from the e4m3 scale byte sf in both bytes of the
+/// low half of `twice` (exact: ≤ 28672).
 #[inline(always)]
-fn scale_f16x2(sf: u32) -> u32 {
-    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16), F16X2_SIXTY_FOUR)
+fn scale_f16x2(twice: u32) -> u32 {
+    cvt::mul_f16x2(cvt::f16x2_from_e4m3x2(twice as u16), F16X2_SIXTY_FOUR)
+}
+
+/// `prmt` selector nibbles: output bytes 0 and 1 both from one source byte (the nibble
+/// value, times this), output bytes 2 and 3 from the second source's byte 0 (index 4).
+const PRMT_BYTE_TWICE: u32 = 0x11;
+const PRMT_HIGH_HALF_FROM_B: u32 = 0x4400;
+
+/// Byte `byte` (0..4) of `word` in both bytes of the low half, the high half zero: the
+/// e4m3x2 that `cvt.rn.f16x2.e4m3x2` turns into a pair of one scale. One `prmt`, where a
+/// shift, a mask and a multiply by 0x101 did it before: on an H100 128x7168x16384 61.6-61.7
+/// → 60.7-60.8 us, 16x7168x16384 45.4-45.8 against 46.1-46.5 (docs/perf-notes.md, session
+/// 29).
+#[inline(always)]
+pub fn scale_byte_twice(word: u32, byte: u32) -> u32 {
+    integer::prmt(word, 0, (byte * PRMT_BYTE_TWICE) | PRMT_HIGH_HALF_FROM_B)
 }
 
 /// Pair `kind` (0..4: (k0,k2), (k4,k6), (k1,k3), (k5,k7)) of the 8 e2m1 values in `q`
@@ -1336,8 +1360,8 @@ fn prepare_row<S: ImageSink>(args: &GemmArgs, p: &Problem, image: S, m: u32, kb:
         let row = args.a + (l as u64 * args.m as u64 + m as u64) * p.row_bytes;
         words = memory::ld_global_nc_u64(row + byte_in_row as u64);
         let sf = args.sfa + l as u64 * layout::batch_bytes(args.m, p.sf_cols);
-        scale =
-            scale_f16x2(memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32);
+        let sf = memory::ld_global_nc_u8(sf + layout::offset(m, kb * layout::TILE_COLS + t, p.sf_cols)) as u32;
+        scale = scale_f16x2(scale_byte_twice(sf, 0));
     }
     // The image's row r, in the swizzled layout the GEMM's shared-memory copy keeps: the
     // XOR pattern repeats every 1024 bytes and images are 1024-aligned in shared memory,
@@ -1595,7 +1619,7 @@ impl OwnRows {
                 if !used(i) {
                     return 0;
                 }
-                E::scale((memory::ld_shared_b32(scales.offset(self.scales[i])) >> (8 * t)) & 0xFF)
+                E::scale(scale_byte_twice(memory::ld_shared_b32(scales.offset(self.scales[i])), t))
             }),
         }
     }
