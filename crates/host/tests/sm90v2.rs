@@ -490,3 +490,48 @@ fn both_element_types_build_exact_weight_pairs_in_their_activation_order() {
     check::<F16>(f16_to_f32, scale_of);
     check::<Bf16>(bf16_to_f32, scale_of);
 }
+
+/// An alpha near the top of f32 with bf16 C (whose range is f32's): the powers of two the
+/// accumulators carry (2^6 with fp16 weights, 2^7 with bf16 ones) are taken out of each
+/// accumulator before alpha, so alpha · 2^7 may overflow f32 while alpha · C does not.
+/// NVFP4 and both W4A16 formats on 128-row tiles with split K (the reduce launch's
+/// epilogue), and bf16 W4A16 on the skinny kernel (M = 16).
+#[test]
+fn an_alpha_near_the_top_of_f32_is_not_overflowed_by_the_weights_power_of_two() {
+    use nvfp4::epilogue::OutDtype;
+    use nvfp4::operand::AFormat;
+    let alpha = f32::MAX / 48.0; // alpha · 64 and alpha · 128 are infinite
+    let top = host::problem::Epilogue { alpha, alpha_in_memory: false, bias: None, out: OutDtype::Bf16 };
+    let cases = [
+        (generate("100x260x4096".parse().unwrap(), Distribution::GpuMode, 3), "nvfp4 100x260x4096"),
+        (
+            host::generate::generate_w4a16("100x260x4096".parse().unwrap(), Distribution::GpuMode, 3, AFormat::F16),
+            "fp16",
+        ),
+        (
+            host::generate::generate_w4a16("100x260x4096".parse().unwrap(), Distribution::GpuMode, 3, AFormat::Bf16),
+            "bf16",
+        ),
+        (
+            host::generate::generate_w4a16("16x130x2048".parse().unwrap(), Distribution::GpuMode, 3, AFormat::Bf16),
+            "skinny",
+        ),
+    ];
+    // Small scales (2^-8, an e4m3 subnormal) keep the products' sums far below 2^128 / alpha.
+    let small = nvfp4::e4m3::encode(1.0 / 256.0);
+    for (mut p, what) in cases {
+        p.epilogue = top.clone();
+        p.sfb.iter_mut().for_each(|b| *b = small);
+        p.sfa.iter_mut().for_each(|b| *b = small);
+        let want = reference(&p);
+        let finite = want.bits.iter().filter(|&&b| b & 0x7F80 != 0x7F80).count();
+        assert!(
+            finite * 4 > want.len() * 3,
+            "{what}: the test needs mostly finite products ({finite} of {})",
+            want.len()
+        );
+        let run = emulate::run(&p, Kernel::Sm90v2).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let c = compare(p.shape, &run.c, &want);
+        assert!(c.bit_exact, "{what}: {c}");
+    }
+}

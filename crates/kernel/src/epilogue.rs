@@ -19,6 +19,8 @@ pub const OUT_BYTES: u32 = 2;
 #[derive(Clone, Copy, Debug)]
 pub struct Epilogue {
     alpha: f32,
+    /// The power of two the accumulators carry besides the sums (1 unless [`Epilogue::scaled`]).
+    factor: f32,
     /// Address of the bias vector ([N], C's type), 0 for none.
     bias: u64,
     out: OutDtype,
@@ -35,20 +37,22 @@ impl Epilogue {
             Some(out) => out,
             None => OutDtype::F16,
         };
-        Epilogue { alpha, bias: args.bias, out }
+        Epilogue { alpha, factor: 1.0, bias: args.bias, out }
     }
 
     /// This epilogue for accumulators that carry `factor` (a power of two) times the sums it
-    /// was written for: alpha times `factor`, exact, so `(alpha · factor) · acc` is the
-    /// same f32 as `alpha · (factor · acc)`. (An alpha beyond 2^127 / factor overflows.)
+    /// was written for: each accumulator is multiplied by `factor` first, exactly, so the
+    /// one rounding of alpha times it is the reference's. (Folding `factor` into alpha
+    /// instead would save that multiply and overflow for an alpha beyond 2^127 / factor.)
     #[inline(always)]
     pub fn scaled(self, factor: f32) -> Epilogue {
-        Epilogue { alpha: cvt::mul_f32(self.alpha, factor), ..self }
+        Epilogue { factor: cvt::mul_f32(self.factor, factor), ..self }
     }
 
     /// `alpha · acc (+ bias[n])` in fp32, before the rounding.
     #[inline(always)]
     pub fn value(&self, acc: f32, n: u32) -> f32 {
+        let acc = cvt::mul_f32(acc, self.factor);
         if self.bias == 0 {
             return cvt::mul_f32(acc, self.alpha);
         }

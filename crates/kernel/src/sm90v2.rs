@@ -1,9 +1,11 @@
 //! `sm90` v2: NVFP4 GEMM on Hopper, weights dequantized straight into wgmma registers.
 //!
 //! **Math.** C[m, n] = fp16( Σ_k a[m, k]·sfa[m, k/16] · b[n, k]·sfb[n, k/16] ), exactly as
-//! v1: every operand value becomes the exact fp16 a·sf (e2m1 → e4m3 bit trick →
-//! `cvt.rn.f16x2.e4m3x2` → × fp16(sf·64)), the tensor cores multiply fp16 with fp32
-//! accumulation. What changes is who converts what, where, and how often.
+//! v1: every operand value becomes an exact fp16 (e2m1 → e4m3 bit trick →
+//! `cvt.rn.f16x2.e4m3x2`, value·2^-6 → × fp16(sf·64) for the activations, a·sf, and × fp16(sf)
+//! for the weights, b·sf·2^-6, whose 64 the epilogue multiplies back once per output), the
+//! tensor cores multiply fp16 with fp32 accumulation. What changes is who converts what,
+//! where, and how often.
 //!
 //! **Swap-AB.** wgmma's register operand (RS form) is its A: 64 rows per instruction. The
 //! weights B[N, K] are the large matrix, streamed once, so they become the wgmma A
@@ -634,10 +636,14 @@ pub struct Bf16;
 
 impl Element for F16 {
     const BF16: bool = false;
-    const UNDO: f32 = 1.0;
+    const UNDO: f32 = F16_WEIGHT_UNDO;
+    /// fp16(sf) itself, without the 64 that would undo the e4m3 trick's 2^-6 ([`pair`]):
+    /// the weights stay value · sf · 2^-6, exact (at least 2^-16 with at most 6 significant
+    /// bits, where fp16 reaches 2^-24), and the epilogue takes the 64, once per output
+    /// instead of one `mul.rn.f16x2` per row and stage (session 29).
     #[inline(always)]
     fn scale(twice: u32) -> u32 {
-        scale_f16x2(twice)
+        cvt::f16x2_from_e4m3x2(twice as u16)
     }
     /// The e4m3 trick ([`pair`]): H = (k0, k2), (k4, k6), (k1, k3), (k5, k7) of each word.
     #[inline(always)]
@@ -656,6 +662,8 @@ impl Element for F16 {
     }
 }
 
+/// What the fp16 weights carry: the e4m3 trick's 2^-6 (see `impl Element for F16`).
+const F16_WEIGHT_UNDO: f32 = 64.0;
 /// The bf16 weights' scale, 2^119 (see `impl Element for Bf16`), and what it leaves on
 /// every product.
 const TWO_POW_119: f32 = f32::from_bits((F32_EXPONENT_BIAS + 119) << F32_MANTISSA_BITS);
