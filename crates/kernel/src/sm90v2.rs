@@ -1668,20 +1668,19 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // the first one's last step stays in flight while the second one's first step
     // converts, and its slot is released (`held`) once that step's wait proves it done.
     let mut held = 0;
+    // Slot 0's image descriptors: a stage's are these advanced to its slot (one add in the
+    // loop where building each from its address took eight instructions). Block 1's
+    // activations: the same rows, or on prefill and wide tiles the image's second half (its
+    // rows 64..128 or 128..256, whole swizzle atoms further).
+    let first_act = smem.act(0).0;
+    let act_slot_0 = SmemDesc::new(first_act, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
+    let act_1_slot_0 = act_slot_0.advance_in_window(block_m_step(R::TILE) * ROW_F16_BYTES);
     'stages: loop {
         seq_macro::seq!(S in 0..2 {{
             // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
-            let act = SmemDesc::new(smem.act(ring.slot).0, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
-            // Block 1's activations: the same rows, or on prefill and wide tiles the
-            // image's second half (its rows 64..128 or 128..256, whole swizzle atoms
-            // further).
-            let act_1 = SmemDesc::new(
-                smem.act(ring.slot).0 + block_m_step(R::TILE) * ROW_F16_BYTES,
-                LBO_UNUSED,
-                SWIZZLE_ATOM_BYTES,
-                Swizzle::B128,
-            );
+            let slot_offset = smem.act(ring.slot).0 - first_act;
+            let (act, act_1) = (act_slot_0.advance_in_window(slot_offset), act_1_slot_0.advance_in_window(slot_offset));
             seq_macro::seq!(J in 0..4 {{
                 const PARITY: usize = (S * STEPS as usize + J) % FRAG_BUFFERS;
                 seq_macro::seq!(B in 0..2 {

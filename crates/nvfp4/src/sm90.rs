@@ -103,15 +103,14 @@ impl SmemDesc {
     }
 
     /// [`SmemDesc::advance`] for a start that stays inside the shared window (start +
-    /// `bytes` < 256 KiB, true of every address a CTA owns), computed on the descriptor's low
-    /// word alone: one 32-bit add, where `advance`'s wrap costs a kernel four instructions
-    /// per wgmma (a 64-bit add and two masks). Past the window the sum would carry into the
-    /// reserved bits 14-15 instead of wrapping.
+    /// `bytes` < 256 KiB, true of every address a CTA owns): one add to the whole
+    /// descriptor (one `UIADD3.64` on Hopper's uniform datapath), where `advance`'s wrap
+    /// costs a kernel four instructions per wgmma (a 64-bit add and two masks). Past the
+    /// window the sum would carry into the reserved bits 14-15 instead of wrapping.
     #[inline]
     pub const fn advance_in_window(self, bytes: u32) -> SmemDesc {
         debug_assert!((self.0 & FIELD_MASK) + (bytes >> 4) as u64 <= FIELD_MASK, "the start leaves the window");
-        let low = self.0 as u32 + (bytes >> 4);
-        SmemDesc(self.0 & !(u32::MAX as u64) | low as u64)
+        SmemDesc(self.0 + (bytes >> 4) as u64)
     }
 
     /// The start address, in bytes (within the shared window).
