@@ -704,8 +704,9 @@ impl Element for Bf16 {
     /// left: a mask keeps them, one integer multiply by 2^(6 - 4j) + 2^(12 - 4j) makes a copy
     /// of each for its magnitude bits and one for its sign, a mask keeps those bits. For j =
     /// 2, 3 the magnitudes move right: a shift each way and two masks (j = 3's sign is already
-    /// at bit 15, so one shift). Thirteen instructions a word, two fewer than with shifts for
-    /// every pair (a shared `word >> 8` for j = 2, 3, as many, made the skinny kernel spill).
+    /// at bit 15, so one shift). Thirteen integer instructions a word (besides its four bf16
+    /// multiplies), two fewer than with shifts for every pair (a shared `word >> 8` for j =
+    /// 2, 3, as many, made the skinny kernel spill).
     /// On an H100 (docs/perf-notes.md, session 29), against shifts for every pair:
     /// 128x7168x16384 bf16 W4A16 66.7-67.2 → 64.3-65.1 us, 2304x4608x7168 229.9-230.3 →
     /// 224.8-225.7 (measured with the shared shift; the committed form then measured level
