@@ -11,13 +11,13 @@
 //! one warp-level `mma.sync.m16n8k16` (two for M > 8): the conversion costs the same
 //! whatever M is, and the whole call is one launch with nothing before or after it.
 //!
-//! **Exact.** A weight's e2m1 code times its e4m3 scale is exact in fp16 (bf16 calls build
-//! it as bf16 times 2^-7, [`crate::sm90v2::Element`]), and so is an NVFP4 activation's
-//! times 2^-6 (the e4m3 trick of [`crate::sm90v2`] leaves the activations that factor, in
-//! [2^-16, 42]; 16-bit activations are taken as they are); every product is exact in f32,
-//! the tensor core sums them into f32 accumulators across all of K, and the final sum
-//! times 64 (or 128 for bf16) undoes the power of two exactly. The only roundings are the
-//! f32 sums', as in every kernel of this crate.
+//! **Exact.** A weight's e2m1 code times its e4m3 scale times 2^-6 is exact in fp16 (the
+//! e4m3 trick of [`crate::sm90v2`] leaves that factor, in [2^-16, 42]; bf16 calls build it
+//! as bf16 times 2^-7, [`crate::sm90v2::Element`]), and so is an NVFP4 activation's, which
+//! is converted the same way; 16-bit activations are taken as they are. Every product is
+//! exact in f32, the tensor core sums them into f32 accumulators across all of K, and the
+//! final sum times the operands' powers of two undoes them exactly. The only roundings are
+//! the f32 sums', as in every kernel of this crate.
 //!
 //! **Work.** The grid is [CTAs per batch, L], one CTA of [`THREADS`] threads per SM. The
 //! weight rows go to the CTAs in *sets* of four (rows c, c + 32, c + 64, c + 96 of a
@@ -29,7 +29,7 @@
 //! warp one slot per group in *rounds*. Steps:
 //! 1. Every thread prepares its share of the next phase's activations (all M rows, 1024
 //!    values) in the other half of a double buffer in shared memory, in the order the mma
-//!    fragments take them ([`Source`]: NVFP4 converted to fp16 times 2^-6, 16-bit values
+//!    fragments take them ([`Source`]: NVFP4 converted to fp16 as the weights are, 16-bit values
 //!    only reordered), from raw bytes it loaded one phase earlier (so their latency hides
 //!    behind a phase of work); the first two phases' bytes are loaded before the weights'
 //!    first copies are issued, so they do not queue behind them (1.1-1.3 us off
@@ -44,7 +44,8 @@
 //!    activations and issues the mma steps into its accumulators; after each phase, a CTA
 //!    barrier frees the activation buffer for the phase after next.
 //! 4. At the end the warps store their accumulators in shared memory; each output sums its
-//!    group's four quarters in order, times 64, through the epilogue into C.
+//!    group's four quarters in order, times the operands' powers of two, through the
+//!    epilogue into C.
 //!
 //! Every sum has a fixed order, so the result does not depend on timing. No workspace, no
 //! other launch, no split across CTAs.
@@ -61,7 +62,7 @@ use nvfp4::shape::SF_VECTOR;
 use crate::epilogue::{Epilogue, OUT_BYTES};
 use crate::gemv::{self, cta_sets, set_row, sets};
 use crate::ptx::{SmemAddr, barrier, cp_async, cvt, memory, special, warp};
-use crate::sm90v2::{Bf16, Element, F16, h, scale_byte_twice};
+use crate::sm90v2::{Bf16, Element, F16, scale_byte_twice};
 use crate::{GemmArgs, Launch, MAX_GRID_YZ};
 
 /// The most activation rows a call may have: two n8 halves of the mma.
@@ -118,7 +119,7 @@ const CODE_ROW_BYTES: u32 = SLOT_ROW_CODE_BYTES + PIECE_BYTES;
 const SLOT_CODE_BYTES: u32 = MMA_M * CODE_ROW_BYTES;
 const SLOT_BYTES: u32 = SLOT_CODE_BYTES + SCALE_COPY_LANES * CHUNK_BYTES;
 const RING_BYTES: u32 = WARPS * RING * SLOT_BYTES;
-/// A phase's activations: [row][tile][block] x 16 fp16 (H[0..8] of `sm90v2::h`, 32 bytes),
+/// A phase's activations: [row][tile][block] x 16 fp16 (H[0..8] as `F16::weight` makes them, 32 bytes),
 /// each tile padded to 144 bytes and each row to 64 bytes past a multiple of 128, so that
 /// the eight lanes of a 16-byte shared load (rows g, g + 1, tiles t = 0..3) hit all 32 banks.
 const ACT_BLOCK_BYTES: u32 = SF_VECTOR * 2;
@@ -133,8 +134,6 @@ const _: () = assert!(PARTIALS_BYTES <= RING_BYTES, "the partials fit in the idl
 /// Dynamic shared memory: the ring, then the two activation buffers.
 pub const SMEM_BYTES: u32 = RING_BYTES + 2 * ACT_BUFFER_BYTES;
 const _: () = assert!(SMEM_BYTES <= 227 * 1024, "one CTA per SM fits");
-/// The 2^-6 NVFP4 activations carry (the e4m3 trick's, not undone by their scale).
-const SIXTY_FOUR: f32 = 64.0;
 /// Bytes of one W4A16 activation (fp16 or bf16).
 const WIDE_BYTES: u32 = 2;
 /// Named barrier for the whole CTA.
@@ -257,14 +256,15 @@ trait Source: Copy {
 }
 
 /// NVFP4 activations: 16 code bytes and two scales per block pair, converted to fp16
-/// value·sfa·2^-6 (the scale's fp16, without the 64 the weights' scale carries).
+/// value·sfa·2^-6 exactly as the fp16 weights are converted (`F16`'s scale and pairs), so
+/// they carry the same power of two.
 #[derive(Clone, Copy)]
 struct Fp4;
 
 impl Source for Fp4 {
     /// The codes (four words) and the two scale bytes (in the low 16 bits).
     type Raw = ([u32; 4], u32);
-    const UNDO: f32 = SIXTY_FOUR;
+    const UNDO: f32 = F16::UNDO;
 
     fn row_bytes(k: u32) -> u64 {
         (k / 2) as u64
@@ -287,14 +287,11 @@ impl Source for Fp4 {
     fn store<E: Element>(acts: &Activations, buffer: SmemAddr, (codes, scales): Self::Raw) {
         seq_macro::seq!(HALF in 0..2 {
             let words = codes[2 * HALF] as u64 | (codes[2 * HALF + 1] as u64) << 32;
-            let sf = (scales >> (8 * HALF)) & 0xFF;
-            let scale = cvt::f16x2_from_e4m3x2((sf | sf << 8) as u16);
+            let scale = F16::scale(scale_byte_twice(scales, HALF));
+            let pair = |i| F16::weight(words, i, scale);
             let at = acts.block(buffer, HALF);
-            memory::st_shared_v4_b32(at, [h(words, 0, scale), h(words, 1, scale), h(words, 2, scale), h(words, 3, scale)]);
-            memory::st_shared_v4_b32(
-                at.offset(ACT_BLOCK_BYTES / 2),
-                [h(words, 4, scale), h(words, 5, scale), h(words, 6, scale), h(words, 7, scale)],
-            );
+            memory::st_shared_v4_b32(at, [pair(0), pair(1), pair(2), pair(3)]);
+            memory::st_shared_v4_b32(at.offset(ACT_BLOCK_BYTES / 2), [pair(4), pair(5), pair(6), pair(7)]);
         });
     }
 }

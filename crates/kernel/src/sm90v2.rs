@@ -1230,7 +1230,8 @@ impl Problem {
 // The conversion both kernels share
 // ---------------------------------------------------------------------------------------
 
-/// fp16 64.0 in both halves: the e4m3 trick's 2^-6, undone inside the scale.
+/// fp16 64.0 in both halves: the e4m3 trick's 2^-6, undone inside the activations' scale
+/// (the weights keep it, see `impl Element for F16`).
 const F16X2_SIXTY_FOUR: u32 = 0x5400_5400;
 
 /// fp16(sf·64) in both halves of a pair, from the e4m3 scale byte sf in both bytes of the
@@ -1275,7 +1276,7 @@ fn pair(q: u32, kind: u32, scale: u32) -> u32 {
 
 /// H[i] (i in 0..8, see the header) of one thread's two words and scale.
 #[inline(always)]
-pub(crate) fn h(words: u64, i: u32, scale: u32) -> u32 {
+fn h(words: u64, i: u32, scale: u32) -> u32 {
     pair((words >> (32 * (i / 4))) as u32, i % 4, scale)
 }
 
@@ -1875,7 +1876,7 @@ impl Place {
         let args = &p.args;
         Place {
             c: args.c + l as u64 * args.m as u64 * args.n as u64 * OUT_BYTES as u64,
-            // bf16 W4A16 sums carry 2^-7 (see `Bf16`): folded into alpha, exactly.
+            // The weights' power of two (see `Element::UNDO`), taken out of every sum.
             epilogue: Epilogue::load(args).scaled(undo(args.a_format)),
             m_count: args.m,
             n_count: args.n,
