@@ -38,7 +38,7 @@ pub fn run_on(problem: &Problem, kernel: Kernel, sms: u32) -> Result<EmulatedRun
 pub fn run_sm90v2_tile(problem: &Problem, tile: u32) -> Result<EmulatedRun> {
     let (s, sms) = (problem.shape, Kernel::Sm90v2.emulated_sms());
     let plan = kernel::sm90v2::Plan::on(tile, s.m, s.n, s.k, s.l, sms);
-    run_kernel_steps(problem, sms, &Kernel::sm90v2_steps(&plan))
+    run_kernel_steps(problem, sms, &Kernel::sm90v2_steps(&plan, problem.a_format))
 }
 
 /// [`run_steps`] of a kernel's launches ([`crate::kernels::Step`]s).

@@ -218,12 +218,14 @@ impl Kernel {
         }
     }
 
-    /// The main kernel body as the emulator runs it (once per emulated thread).
+    /// The main kernel body as the emulator runs it (once per emulated thread). (sm90v2's
+    /// calls take theirs from [`Kernel::sm90v2_steps`], by tile kind and operand type; this
+    /// is its prefill tile's.)
     pub fn body(self) -> fn(&GemmArgs) {
         match self {
             Kernel::Naive => kernel::naive::gemm,
             Kernel::Sm90 => kernel::sm90::gemm::<kernel::sm90::Correct>,
-            Kernel::Sm90v2 => kernel::sm90v2::gemm::<kernel::sm90v2::Prefill>,
+            Kernel::Sm90v2 => kernel::sm90v2::gemm::<kernel::sm90v2::Prefill, kernel::sm90v2::BothTypes>,
             Kernel::Sm100 => kernel::sm100::gemm::<kernel::sm100::Correct>,
         }
     }
@@ -240,7 +242,7 @@ impl Kernel {
         match self {
             Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, k, l) => vec![Kernel::gemv_step(shape, sms)],
             Kernel::Sm90v2 if kernel::skinny::takes(m, n, k, l, sms) => vec![Kernel::skinny_step(shape, sms)],
-            Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(m, n, k, l, sms)),
+            Kernel::Sm90v2 => Kernel::sm90v2_steps(&kernel::sm90v2::Plan::new(m, n, k, l, sms), format),
             _ => vec![Step {
                 entry: self.ptx().1,
                 launch: self.launch(shape, sms),
@@ -273,11 +275,13 @@ impl Kernel {
         Step { entry: kernel::skinny::ENTRY, launch, body: kernel::skinny::skinny, programmatic: false }
     }
 
-    /// The launches of one sm90v2 call on `plan` (its tile kind picks the entry points:
-    /// decode, narrow, thin, medium, prefill, wide). [`Kernel::steps`] takes the plan
-    /// [`kernel::sm90v2::Plan::new`] picks; tests use it to run a given tile kind.
-    pub fn sm90v2_steps(plan: &kernel::sm90v2::Plan) -> Vec<Step> {
-        let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) = (plan.entries(), plan.bodies());
+    /// The launches of one sm90v2 call on `plan` with A in `format` (its tile kind picks
+    /// the entry points: decode, narrow, thin, medium, prefill, wide; the format the GEMM's
+    /// operand type). [`Kernel::steps`] takes the plan [`kernel::sm90v2::Plan::new`] picks;
+    /// tests use it to run a given tile kind.
+    pub fn sm90v2_steps(plan: &kernel::sm90v2::Plan, format: nvfp4::operand::AFormat) -> Vec<Step> {
+        let ([prepare, gemm, reduce], [prepare_body, gemm_body, reduce_body]) =
+            (plan.entries(format), plan.bodies(format));
         let main = Step { entry: gemm, launch: plan.launch(), body: gemm_body, programmatic: false };
         // The GEMM prefetches weights while the prologue finishes; the reduce is
         // scheduled as the GEMM grid completes (it does not signal earlier). Each
@@ -307,9 +311,15 @@ impl Kernel {
             // And the mma.sync kernel (its shared memory is the same for every call).
             let skinny =
                 Kernel::skinny_step(Shape::new(16, 1, kernel::skinny::PHASE_K, 1).expect("a valid shape"), sms);
+            // With bf16 activations too where the GEMM has an entry per operand type.
+            let (nvfp4, bf16) = (nvfp4::operand::AFormat::Nvfp4, nvfp4::operand::AFormat::Bf16);
             return kernel::sm90v2::TILES
                 .iter()
-                .flat_map(|&tile| Kernel::sm90v2_steps(&kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms)))
+                .flat_map(|&tile| {
+                    let plan = kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms);
+                    let formats = if kernel::sm90v2::entry_per_type(tile) { vec![nvfp4, bf16] } else { vec![nvfp4] };
+                    formats.into_iter().flat_map(move |format| Kernel::sm90v2_steps(&plan, format))
+                })
                 .chain([gemv, skinny])
                 .collect();
         }
@@ -494,7 +504,7 @@ mod tests {
                 let main = match k {
                     Kernel::Sm90v2 if nvfp4 && kernel::gemv::takes(m, n, kk, l) => kernel::gemv::ENTRY,
                     Kernel::Sm90v2 if kernel::skinny::takes(m, n, kk, l, sms) => kernel::skinny::ENTRY,
-                    Kernel::Sm90v2 => kernel::sm90v2::entries(m, n, kk, l, sms)[1],
+                    Kernel::Sm90v2 => kernel::sm90v2::entries(m, n, kk, l, sms, format)[1],
                     _ => entry,
                 };
                 assert_eq!(k.main_step(shape, sms, format).entry, main, "{k} {shape} {format:?}");

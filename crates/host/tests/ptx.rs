@@ -44,6 +44,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_thin",
             "nvfp4_gemm_sm90v2_thin_medium",
             "nvfp4_gemm_sm90v2_wide",
+            "nvfp4_gemm_sm90v2_wide_bf16",
             "nvfp4_gemv_sm90",
             "nvfp4_skinny_sm90",
             "nvfp4_sm90v2_decode_prepare",
@@ -202,14 +203,26 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         // Wide tiles: one m64n256 wgmma for both 128-row halves of the image.
         ("nvfp4_gemm_sm90v2_wide", 256, Wide::TILE),
     ] {
-        let body = entry(name);
-        // fp16 operands, and bf16 for bf16 activations (W4A16).
-        for ty in ["f16", "bf16"] {
-            let wgmma = format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}");
-            assert!(body.contains(&wgmma), "{name} lacks `{wgmma}`");
+        // fp16 operands, and bf16 for bf16 activations (W4A16): both in one entry, or
+        // where the tile kind has an entry per type, each in its own (`_bf16`).
+        let wgmma = |ty: &str| format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}");
+        let entries = if kernel::sm90v2::entry_per_type(tile) {
+            vec![(name.to_string(), vec!["f16"], "bf16"), (format!("{name}_bf16"), vec!["bf16"], "f16")]
+        } else {
+            vec![(name.to_string(), vec!["f16", "bf16"], "")]
+        };
+        for (name, types, absent) in entries {
+            let body = entry(&name);
+            for ty in types {
+                assert!(body.contains(&wgmma(ty)), "{name} lacks `{}`", wgmma(ty));
+                // The weights times their scales.
+                assert!(body.contains(&format!("mul.rn.{ty}x2")), "{name}: the weights' {ty} scaling");
+            }
+            assert!(absent.is_empty() || !body.contains(&wgmma(absent)), "{name} has `{}`", wgmma(absent));
+            gemm_instructions(&name, tile, body);
         }
-        assert!(body.contains("cvt.rn.bf16x2.f32"), "{name}: the weights' bf16 conversion");
-        gemm_instructions(name, tile, body);
+        let bf16 = if kernel::sm90v2::entry_per_type(tile) { format!("{name}_bf16") } else { name.to_string() };
+        assert!(entry(&bf16).contains("cvt.rn.bf16x2.f32"), "{bf16}: the bf16 scales");
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are
     // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits at a
@@ -252,7 +265,6 @@ fn gemm_instructions(name: &str, tile: u32, body: &str) {
         "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
         "mbarrier.try_wait.parity.shared::cta.b64",
         "cvt.rn.f16x2.e4m3x2",
-        "mul.rn.f16x2",
         // Raw weights and scales in 16-byte chunks into the stage's slot by the producer
         // warpgroup, each thread's copies announced on the stage's `full` barrier once a
         // wait proved them landed (the tile's `producer_lag` newer groups in flight: below).

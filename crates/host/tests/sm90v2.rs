@@ -9,6 +9,7 @@ use host::reference::reference;
 use host::verify::{compare, unwritten};
 use host::{Kernel, Problem};
 use kernel::sm90v2::{self, Rows};
+use nvfp4::operand::AFormat;
 
 fn problem(shape: &str, dist: Distribution, seed: u64) -> Problem {
     generate(shape.parse().unwrap(), dist, seed)
@@ -62,7 +63,7 @@ fn splits(shape: &str) -> u32 {
 /// The GEMM entry point (tile height) of `shape` on an H100 SXM.
 fn gemm_entry(shape: &str) -> &'static str {
     let s: nvfp4::Shape = shape.parse().unwrap();
-    sm90v2::entries(s.m, s.n, s.k, s.l, SMS)[1]
+    sm90v2::entries(s.m, s.n, s.k, s.l, SMS, AFormat::Nvfp4)[1]
 }
 
 #[test]
@@ -122,7 +123,7 @@ fn thin_tiles_match_the_reference_under_emulation() {
     }
     let p = problem("100x300x1152", Distribution::GpuMode, 3);
     let s = p.shape;
-    assert_eq!(sm90v2::entries(s.m, s.n, s.k, s.l, 8)[1], "nvfp4_gemm_sm90v2_thin");
+    assert_eq!(sm90v2::entries(s.m, s.n, s.k, s.l, 8, AFormat::Nvfp4)[1], "nvfp4_gemm_sm90v2_thin");
     assert_eq!(sm90v2::splits(s.m, s.n, s.k, s.l, 8), 1);
     let run = emulate::run_on(&p, Kernel::Sm90v2, 8).unwrap_or_else(|e| panic!("100x300x1152 on 8 SMs: {e}"));
     let c = compare(s, &run.c, &reference(&p));
@@ -177,7 +178,7 @@ fn medium_tiles_match_the_reference_under_emulation() {
     check_w4a16_on(Some(medium), "64x77x80x2", true, 4, nvfp4::operand::AFormat::Bf16);
     // With K long enough for no narrow tiles, the tile height switches exactly at 16 / 17,
     // 64 / 65 and 128 / 129 (here the N and K of the benchmark's largest shape).
-    let long = |m: u32| sm90v2::entries(m, 7168, 16384, 1, SMS)[1];
+    let long = |m: u32| sm90v2::entries(m, 7168, 16384, 1, SMS, AFormat::Nvfp4)[1];
     assert_eq!(long(16), "nvfp4_gemm_sm90v2_decode");
     assert_eq!(long(64), "nvfp4_gemm_sm90v2_medium");
     assert_eq!(long(65), "nvfp4_gemm_sm90v2");
@@ -192,6 +193,18 @@ fn medium_tiles_match_the_reference_under_emulation() {
         (2304, "nvfp4_gemm_sm90v2_wide"),
     ] {
         assert_eq!(long(m), entry, "M = {m}");
+    }
+    // Wide tiles have a GEMM entry per operand type: bf16 activations take the bf16 one
+    // (bf16 weights and wgmmas), fp16 activations the fp16 one as NVFP4 activations do; the
+    // prologue and reduce are shared. Other tiles have one entry for every format.
+    let [prepare, gemm, reduce] = sm90v2::entries(2304, 4608, 7168, 1, SMS, AFormat::Nvfp4);
+    assert_eq!(sm90v2::entries(2304, 4608, 7168, 1, SMS, AFormat::F16), [prepare, gemm, reduce]);
+    assert_eq!(
+        sm90v2::entries(2304, 4608, 7168, 1, SMS, AFormat::Bf16),
+        [prepare, "nvfp4_gemm_sm90v2_wide_bf16", reduce]
+    );
+    for format in [AFormat::F16, AFormat::Bf16] {
+        assert_eq!(sm90v2::entries(128, 7168, 16384, 1, SMS, format)[1], "nvfp4_gemm_sm90v2");
     }
 }
 

@@ -73,7 +73,9 @@
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
 //!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
-//!   first stage's last step complete.
+//!   first stage's last step complete. In the wide tiles' bf16 entry point warpgroup 1's
+//!   pairs start a stage later than warpgroup 0's, so that they never both drain at once
+//!   ([`Element::PAIRS_A_STAGE_APART`]).
 //! - The producer fills all slots before the loop (the weights before the prologue
 //!   completes, the images after), then refills each slot as soon as `empty` says the
 //!   consumers released it.
@@ -178,7 +180,7 @@
 //! exact: three or four integer instructions and one `mul.rn.bf16x2` per pair, no
 //! conversion instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
 //! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
-//! once per CTA.
+//! once per CTA, or on wide tiles an entry point of its own ([`entry_per_type`]).
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
 //! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
@@ -360,14 +362,30 @@ const MAX_REGS: u32 = 248;
 const fn ctas_per_sm(tile: u32) -> u32 {
     if tile == Decode::TILE { DECODE_CTAS_PER_SM } else { 1 }
 }
+/// GEMM entry points: one per tile kind, and a second (bf16) one per kind of
+/// [`entry_per_type`].
+const GEMM_ENTRIES: usize = {
+    let (mut entries, mut i) = (TILES.len(), 0);
+    while i < TILES.len() {
+        entries += entry_per_type(TILES[i]) as usize;
+        i += 1;
+    }
+    entries
+};
 /// The launch bounds the host's build script writes into the PTX of each GEMM entry
 /// point: (entry, `.maxntid`, `.minnctapersm`, `.maxnreg`).
-pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); TILES.len()] = {
-    let mut bounds = [("", 0, 0, 0); TILES.len()];
-    let mut i = 0;
+pub const LAUNCH_BOUNDS: [(&str, u32, u32, u32); GEMM_ENTRIES] = {
+    let mut bounds = [("", 0, 0, 0); GEMM_ENTRIES];
+    let (mut i, mut next) = (0, 0);
     while i < TILES.len() {
         let tile = TILES[i];
-        bounds[i] = (entries_of(tile)[1], THREADS, ctas_per_sm(tile), launch_regs(tile));
+        let formats: &[AFormat] =
+            if entry_per_type(tile) { &[AFormat::Nvfp4, AFormat::Bf16] } else { &[AFormat::Nvfp4] };
+        let mut f = 0;
+        while f < formats.len() {
+            bounds[next] = (entries_of(tile, formats[f])[1], THREADS, ctas_per_sm(tile), launch_regs(tile));
+            (next, f) = (next + 1, f + 1);
+        }
         i += 1;
     }
     bounds
@@ -613,6 +631,11 @@ pub trait Element: Copy {
     /// The power of two the weights carry besides their value: the epilogue multiplies the
     /// f32 sums by it, exactly.
     const UNDO: f32;
+    /// Whether warpgroup 1 runs its stage pairs a stage after warpgroup 0's (see
+    /// `consumer`), so that the two never drain their wgmmas at the same time: in entry
+    /// points of this type alone ([`entry_per_type`]); in an entry with both loops it moved
+    /// the fp16 loop's time (docs/perf-notes.md, session 30).
+    const PAIRS_A_STAGE_APART: bool;
     /// A block's scale pair, from its e4m3 byte in both bytes of the low half of `twice`
     /// (see [`scale_byte_twice`]).
     fn scale(twice: u32) -> u32;
@@ -637,6 +660,9 @@ pub struct Bf16;
 impl Element for F16 {
     const BF16: bool = false;
     const UNDO: f32 = F16_WEIGHT_UNDO;
+    /// No: no gain on an H100 (128x7168x16384 60.24-60.59 against 60.10-60.40 us,
+    /// docs/perf-notes.md, session 30).
+    const PAIRS_A_STAGE_APART: bool = false;
     /// fp16(sf) itself, without the 64 that would undo the e4m3 trick's 2^-6 ([`pair`]):
     /// the weights stay value · sf · 2^-6, exact (at least 2^-16 with at most 6 significant
     /// bits, where fp16 reaches 2^-24), and the epilogue takes the 64, once per output
@@ -689,6 +715,12 @@ const _: () = assert!(TWO_POW_119 == (1u128 << 119) as f32);
 impl Element for Bf16 {
     const BF16: bool = true;
     const UNDO: f32 = BF16_WEIGHT_UNDO;
+    /// Yes: its longer conversion leaves a drained warpgroup longer without wgmmas in flight.
+    /// On an H100 (docs/perf-notes.md, session 30), in the entries with both loops:
+    /// 128x7168x16384 62.05-62.19 against 63.76-64.37 us, 2304x4608x7168 226.1-226.7
+    /// against 228.0-229.0; but there it cost the fp16 loop 0.3-0.7 us, so only the wide
+    /// tiles' bf16 entry does it.
+    const PAIRS_A_STAGE_APART: bool = true;
     /// sf · 2^119, exact in bf16 (4 significant bits; 448 · 2^119 < 2^128).
     #[inline(always)]
     fn scale(twice: u32) -> u32 {
@@ -978,11 +1010,11 @@ pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     Plan::new(m, n, k, l, sms).launch()
 }
 
-/// The entry points of a call's launches: (prologue, GEMM, reduce). (Host code, as
-/// [`Plan::entries`].)
+/// The entry points of a call's launches with A in `a_format`: (prologue, GEMM, reduce).
+/// (Host code, as [`Plan::entries`].)
 #[cfg(not(target_arch = "nvptx64"))]
-pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32) -> [&'static str; 3] {
-    Plan::new(m, n, k, l, sms).entries()
+pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32, a_format: AFormat) -> [&'static str; 3] {
+    Plan::new(m, n, k, l, sms).entries(a_format)
 }
 
 /// One call's work decomposition on one tile height. The host makes one per call
@@ -1103,25 +1135,36 @@ impl Plan {
         Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
     }
 
-    /// The entry points of the call's launches: (prologue, GEMM, reduce). (Host code: in
-    /// the PTX it would be a function no kernel calls.)
+    /// The entry points of the call's launches with A in `a_format`: (prologue, GEMM,
+    /// reduce). (Host code: in the PTX it would be a function no kernel calls.)
     #[cfg(not(target_arch = "nvptx64"))]
-    pub const fn entries(&self) -> [&'static str; 3] {
-        entries_of(self.tile)
+    pub const fn entries(&self, a_format: AFormat) -> [&'static str; 3] {
+        entries_of(self.tile, a_format)
     }
 
     /// The bodies of [`Plan::entries`], as the emulator runs them. (Host code: in the PTX
     /// it would keep a copy of every kernel body as a function no kernel calls.)
     #[cfg(not(target_arch = "nvptx64"))]
-    pub fn bodies(&self) -> [fn(&GemmArgs); 3] {
+    pub fn bodies(&self, a_format: AFormat) -> [fn(&GemmArgs); 3] {
+        let bf16 = a_format == AFormat::Bf16;
+        macro_rules! of {
+            ($R:ty) => {{
+                let gemm: fn(&GemmArgs) = match (entry_per_type(<$R>::TILE), bf16) {
+                    (false, _) => gemm::<$R, BothTypes>,
+                    (true, false) => gemm::<$R, F16>,
+                    (true, true) => gemm::<$R, Bf16>,
+                };
+                [prepare::<$R>, gemm, reduce::<$R>]
+            }};
+        }
         match self.tile {
-            Decode::TILE => [prepare::<Decode>, gemm::<Decode>, reduce::<Decode>],
-            Medium::TILE => [prepare::<Medium>, gemm::<Medium>, reduce::<Medium>],
-            Narrow::TILE => [prepare::<Narrow>, gemm::<Narrow>, reduce::<Narrow>],
-            Thin::TILE => [prepare::<Thin>, gemm::<Thin>, reduce::<Thin>],
-            ThinMedium::TILE => [prepare::<ThinMedium>, gemm::<ThinMedium>, reduce::<ThinMedium>],
-            Wide::TILE => [prepare::<Wide>, gemm::<Wide>, reduce::<Wide>],
-            _ => [prepare::<Prefill>, gemm::<Prefill>, reduce::<Prefill>],
+            Decode::TILE => of!(Decode),
+            Medium::TILE => of!(Medium),
+            Narrow::TILE => of!(Narrow),
+            Thin::TILE => of!(Thin),
+            ThinMedium::TILE => of!(ThinMedium),
+            Wide::TILE => of!(Wide),
+            _ => of!(Prefill),
         }
     }
 }
@@ -1418,9 +1461,44 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
 // Launch 2: the GEMM
 // ---------------------------------------------------------------------------------------
 
-/// The kernel body, run by all 384 threads of every CTA.
+/// The operand types a GEMM entry point's consumer loop is compiled for: one [`Element`]
+/// (an entry per type, [`entry_per_type`]), or [`BothTypes`].
+pub trait Loops {
+    /// Both types' loops, chosen per call by the activations' format.
+    const BOTH: bool;
+    /// The one type (when not `BOTH`).
+    type One: Element;
+}
+impl Loops for F16 {
+    const BOTH: bool = false;
+    type One = F16;
+}
+impl Loops for Bf16 {
+    const BOTH: bool = false;
+    type One = Bf16;
+}
+/// Both operand types' loops in one entry point.
+#[derive(Clone, Copy, Debug)]
+pub struct BothTypes;
+impl Loops for BothTypes {
+    const BOTH: bool = true;
+    type One = F16;
+}
+
+/// Whether tiles of key `tile` have an entry point per operand type rather than one with
+/// both loops. ptxas allocates registers and schedules a whole entry at once, so the two
+/// loops in one entry shape each other's code. On an H100 (docs/perf-notes.md, session
+/// 30) wide tiles ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
+/// bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
+/// 128-row tiles' fp16 loop ran slower alone (128x7168x16384 60.9-61.8 against
+/// 60.1-61.0, fp16 W4A16 62.3-62.7 against 61.3-61.5).
+pub const fn entry_per_type(tile: u32) -> bool {
+    tile == Wide::TILE
+}
+
+/// The kernel body, run by all 384 threads of every CTA, with the consumer loop(s) `O`.
 #[inline(always)]
-pub fn gemm<R: Rows>(args: &GemmArgs) {
+pub fn gemm<R: Rows, O: Loops>(args: &GemmArgs) {
     let smem = Smem { base: special::dynamic_smem(), tile: R::TILE };
     let p = Problem::new::<R>(args);
     let unit = p.unit();
@@ -1462,9 +1540,12 @@ pub fn gemm<R: Rows>(args: &GemmArgs) {
     // 128x4096x7168 on an H100, docs/perf-notes.md, session 15).
 
     // 3. Warpgroups 0 and 1 consume.
-    // bf16 activations take bf16 weights and bf16 wgmmas: the whole loop is a second copy
-    // (the branch is on a kernel parameter, the same in every thread).
-    if args.a_format == AFormat::Bf16.code() {
+    // bf16 activations take bf16 weights and bf16 wgmmas: in an entry with both loops the
+    // whole loop is a second copy (the branch is on a kernel parameter, the same in every
+    // thread).
+    if !O::BOTH {
+        consumer::<R, O::One>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    } else if args.a_format == AFormat::Bf16.code() {
         consumer::<R, Bf16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
     } else {
         consumer::<R, F16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
@@ -1669,7 +1750,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // Stages go in pairs, and only a pair's second stage (or the unit's last) drains:
     // the first one's last step stays in flight while the second one's first step
     // converts, and its slot is released (`held`) once that step's wait proves it done.
-    let mut held = 0;
+    let (mut held, mut holding) = (0, false);
     // Slot 0's image descriptors: a stage's are these advanced to its slot (one add in the
     // loop where building each from its address took eight instructions). Block 1's
     // activations: the same rows, or on prefill and wide tiles the image's second half (its
@@ -1677,8 +1758,14 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let first_act = smem.act(0).0;
     let act_slot_0 = SmemDesc::new(first_act, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
     let act_1_slot_0 = act_slot_0.advance_in_window(block_m_step(R::TILE) * ROW_F16_BYTES);
-    'stages: loop {
-        seq_macro::seq!(S in 0..2 {{
+    // One stage: its four k16 steps, with the next stage's raw data read during the last.
+    // `$S` is its place in a pair (0: leaves its last step in flight, 1: drains and
+    // releases both stages' slots); `$LONE` marks a stage that drains alone (no first
+    // stage to release). Evaluates to whether the unit is done.
+    macro_rules! stage {
+        ($S:literal, $LONE:literal) => {{
+            const S: usize = $S;
+            const LONE: bool = $LONE;
             // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
             let slot_offset = smem.act(ring.slot).0 - first_act;
@@ -1717,10 +1804,11 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                     // Step J + 1's conversion overlaps the MMAs of the last IN_FLIGHT
                     // steps.
                     wgmma::wait_group::<IN_FLIGHT>();
-                    if S == 1 && J + 1 == IN_FLIGHT as usize {
-                        // The first stage's last step is complete: no wgmma of this
-                        // thread reads its slot any more.
+                    if S == 1 && !LONE && J + 1 == IN_FLIGHT as usize {
+                        // The pair's first stage's last step is complete: no wgmma
+                        // of this thread reads its slot any more.
                         smem.empty(held).arrive();
+                        holding = false;
                     }
                 } else {
                     // The next stage's raw data (past the last stage: a harmless
@@ -1745,18 +1833,51 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
                         // then serializes every wgmma, C7518.)
                         wgmma::wait_group::<IN_FLIGHT>();
                         held = ring.slot;
+                        holding = true;
                     }
                 }
             }});
             ring.advance_by(step);
             kb += step;
-            if kb >= end {
-                break 'stages;
-            }
-        }});
+            kb >= end
+        }};
     }
-    // An odd unit left the loop with its last step in flight.
+    // Pairs of stages until the unit is done.
+    macro_rules! stage_pairs {
+        () => {
+            'stages: loop {
+                if stage!(0, false) {
+                    break 'stages;
+                }
+                if stage!(1, false) {
+                    break 'stages;
+                }
+            }
+        };
+    }
+    // The two warpgroups share the tensor core: while one drains at the end of its pair,
+    // the other's wgmmas keep it busy, if their pairs are a stage apart. So where the
+    // element type asks for it, on tiles where both warpgroups take every stage,
+    // warpgroup 1 multiplies its first stage alone. Only in entries of one operand type:
+    // in one with both loops even the test, folded away, changed what ptxas made of the
+    // whole entry, and its measured time (docs/perf-notes.md, session 30).
+    let own_entry = entry_per_type(R::TILE);
+    let apart = own_entry && E::PAIRS_A_STAGE_APART && step == 1;
+    if own_entry {
+        if !(apart && c == 1 && stage!(1, true)) {
+            stage_pairs!();
+        }
+    } else {
+        stage_pairs!();
+    }
+    // A unit that ended on a pair's first stage left the loop with its last step in
+    // flight and its slot held (harmless: the slot is not refilled). With pairs a stage
+    // apart only one warpgroup ends so: it releases the slot, so that no `empty` barrier
+    // is left mid-phase at exit.
     wgmma::wait_group::<0>();
+    if apart && holding {
+        smem.empty(held).arrive();
+    }
     R::fence_operand(&mut acc[0]);
     R::fence_operand(&mut acc[1]);
 
@@ -2040,8 +2161,28 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     sum
 }
 
-/// The entry points of tiles of key `tile`.
-pub const fn entries_of(tile: u32) -> [&'static str; 3] {
+/// The entry points of tiles of key `tile` with A in `a_format`. Where the GEMM has an entry
+/// per operand type ([`entry_per_type`]) bf16 activations take the bf16 one (bf16 weights
+/// and wgmmas), the others the fp16 one; elsewhere one entry takes every format.
+pub const fn entries_of(tile: u32, a_format: AFormat) -> [&'static str; 3] {
+    let [prepare, gemm, reduce] = entries_f16(tile);
+    match (tile, a_format) {
+        (Wide::TILE, AFormat::Bf16) => [prepare, "nvfp4_gemm_sm90v2_wide_bf16", reduce],
+        _ => [prepare, gemm, reduce],
+    }
+}
+const _: () = {
+    // `entries_of` names a bf16 entry for wide tiles alone: `entry_per_type` must agree.
+    let mut i = 0;
+    while i < TILES.len() {
+        assert!(entry_per_type(TILES[i]) == (TILES[i] == Wide::TILE));
+        i += 1;
+    }
+};
+
+/// The entry points of tiles of key `tile` with fp16 operands (or with both types, see
+/// [`entry_per_type`]).
+const fn entries_f16(tile: u32) -> [&'static str; 3] {
     match tile {
         Decode::TILE => ["nvfp4_sm90v2_decode_prepare", "nvfp4_gemm_sm90v2_decode", "nvfp4_sm90v2_decode_reduce"],
         Medium::TILE => ["nvfp4_sm90v2_medium_prepare", "nvfp4_gemm_sm90v2_medium", "nvfp4_sm90v2_medium_reduce"],
@@ -2055,25 +2196,26 @@ pub const fn entries_of(tile: u32) -> [&'static str; 3] {
     }
 }
 
-// The GPU entry points, per tile height (see `entries_of`).
+// The GPU entry points, per tile kind and (the GEMM's) operand type (see `entries_of`).
 gemm_entry_point!(nvfp4_sm90v2_prepare => prepare::<Prefill>);
-gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm::<Prefill>);
+gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm::<Prefill, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_reduce => reduce::<Prefill>);
 gemm_entry_point!(nvfp4_sm90v2_decode_prepare => prepare::<Decode>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_decode => gemm::<Decode>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_decode => gemm::<Decode, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_decode_reduce => reduce::<Decode>);
 gemm_entry_point!(nvfp4_sm90v2_medium_prepare => prepare::<Medium>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_medium => gemm::<Medium>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_medium => gemm::<Medium, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_medium_reduce => reduce::<Medium>);
 gemm_entry_point!(nvfp4_sm90v2_narrow_prepare => prepare::<Narrow>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_narrow => gemm::<Narrow>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_narrow => gemm::<Narrow, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_narrow_reduce => reduce::<Narrow>);
 gemm_entry_point!(nvfp4_sm90v2_thin_prepare => prepare::<Thin>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_thin => gemm::<Thin>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin => gemm::<Thin, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_thin_reduce => reduce::<Thin>);
 gemm_entry_point!(nvfp4_sm90v2_thin_medium_prepare => prepare::<ThinMedium>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium => gemm::<ThinMedium>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium => gemm::<ThinMedium, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_thin_medium_reduce => reduce::<ThinMedium>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide, F16>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_wide_bf16 => gemm::<Wide, Bf16>);
 gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);
