@@ -1749,7 +1749,8 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     let mut kb = begin;
     // Stages go in pairs, and only a pair's second stage (or the unit's last) drains:
     // the first one's last step stays in flight while the second one's first step
-    // converts, and its slot is released (`held`) once that step's wait proves it done.
+    // converts, and its slot (`held`, while `holding`) is released once that step's wait
+    // proves it done.
     let (mut held, mut holding) = (0, false);
     // Slot 0's image descriptors: a stage's are these advanced to its slot (one add in the
     // loop where building each from its address took eight instructions). Block 1's
