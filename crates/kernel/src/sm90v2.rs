@@ -117,9 +117,10 @@
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
 //! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
-//! same; every launch has an entry point per tile kind ([`entries`]), each kind named by its
-//! key ([`Rows::TILE`]: the row count, with a flag for the narrow and thin tiles below),
-//! which every size function of this file takes.
+//! same; every launch has an entry point per tile kind ([`entries`]; wide tiles' GEMM one
+//! per operand type, [`entry_per_type`]), each kind named by its key ([`Rows::TILE`]: the
+//! row count, with a flag for the narrow and thin tiles below), which every size function
+//! of this file takes.
 //!
 //! **Why 128 weight rows on 128-row tiles.** Until session 21 these tiles had 256 weight
 //! rows, like the medium ones: at M = 128 the few tiles then split K 4-8 ways, and the
