@@ -33,9 +33,9 @@ const OUT_BYTES: u64 = SF_VECTOR as u64 * 2;
 
 /// What one dequantization launch reads and writes.
 ///
-/// `src` is [L][rows][K/2] packed e2m1 (low nibble = even k), `sf` the blocked e4m3
+/// `src` is `[L][rows][K/2]` packed e2m1 (low nibble = even k), `sf` the blocked e4m3
 /// scales (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `dst`
-/// [L][rows][K] fp16. K must be a multiple of 16 (every NVFP4 shape's K is a multiple of
+/// `[L][rows][K]` fp16. K must be a multiple of 16 (every NVFP4 shape's K is a multiple of
 /// 64), `dst` 16-byte aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]

@@ -102,11 +102,11 @@ pub const fn launch_bounds(entry: &'static str, threads: u32, ctas_per_sm: u32) 
 
 /// The arguments every GEMM kernel takes: device addresses, the shape and the epilogue.
 ///
-/// `a` is [L][M][K/2] packed e2m1, `b` [L][N][K/2], `sfa`/`sfb` the blocked e4m3 scales
-/// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` [L][M][N] of
+/// `a` is `[L][M][K/2]` packed e2m1, `b` `[L][N][K/2]`, `sfa`/`sfb` the blocked e4m3 scales
+/// (L batches of `nvfp4::layout::batch_bytes(rows, K/16)` bytes), `c` `[L][M][N]` of
 /// `out_dtype` (an [`nvfp4::epilogue::OutDtype`] code: fp16 or bf16), computed as
 /// `round(alpha · acc + bias[n])` ([`epilogue`]): `alpha` is read from `alpha_ptr` (one
-/// f32) when that is not 0, and `bias` ([N], C's type) is added when it is not 0.
+/// f32) when that is not 0, and `bias` (`[N]`, C's type) is added when it is not 0.
 /// `workspace` is scratch for kernels that split K across CTAs (the kernel module's
 /// `workspace_bytes`, 0 for most shapes and kernels): zero-filled before a kernel's first
 /// launch, and left zero-filled where it must be by every launch.

@@ -381,7 +381,7 @@ pub mod tma {
 /// `probe_wgmma`: D = A·Bᵀ for A 64x64, B 64x64 fp16 (K = 64: four k16 steps), once with
 /// both operands in 128B-swizzled shared memory (SS) and once with A from registers (RS).
 ///
-/// One warpgroup. Input: A then B, row-major [64][64] fp16 each. The threads store both
+/// One warpgroup. Input: A then B, row-major `[64][64]` fp16 each. The threads store both
 /// into shared memory 128B-swizzled (row r, 16-byte chunk c at chunk `c ^ (r % 8)`).
 /// SS: the accumulators start at 1e30 (so a `scale-d = false` that reads them shows), four
 /// `m64n64k16` with the descriptors advanced 32 bytes per step. RS: the A fragments read
@@ -619,7 +619,7 @@ pub mod tcgen05_cp {
 /// 64k..64k+63, rows of B past 64 unused). A and B are stored 128B-swizzled (one 128-byte
 /// swizzle row per operand row), the descriptors advanced 32 bytes per MMA; the scale tiles
 /// go to tensor memory with `tcgen05.cp.32x128b.warpx4` (SFA tile k at column 64 + 4k, SFB
-/// at 80 + 4k). Output: D as f32 bits, row-major [128][64].
+/// at 80 + 4k). Output: D as f32 bits, row-major `[128][64]`.
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_100a"))]
 pub mod tcgen05_mma {
     use nvfp4::sm100::{InstrDesc, SmemDesc};

@@ -35,13 +35,13 @@
 //! laid out to match. Consumer thread (warp w of its warpgroup, g = lane/4, t = lane%4)
 //! owns, in each 64-value stage, values [16t, 16t+16) of its rows (8 raw bytes = two
 //! words, one scale). Converting word q (values k0..k7) gives four fp16 pairs, "kinds"
-//! 0..3 = (k0,k2), (k4,k6), (k1,k3), (k5,k7); word x kind gives H[i], i = 4·word + kind,
+//! 0..3 = (k0,k2), (k4,k6), (k1,k3), (k5,k7); word x kind gives `H[i]`, i = 4·word + kind,
 //! i in 0..8. For k16 step j (0..4) the RS fragment of rows r, r+8 is
-//! {H_r[2j], H_(r+8)[2j], H_r[2j+1], H_(r+8)[2j+1]}: wgmma reads H[2j] of thread t as
-//! step-local k 2t, 2t+1 and H[2j+1] as k 8+2t, 9+2t. So in the activation image, the
-//! 16-byte chunk i of a row (step-local columns 8·(i%2)..) holds H[i] of t = 0..3 at
+//! `{H_r[2j], H_(r+8)[2j], H_r[2j+1], H_(r+8)[2j+1]}`: wgmma reads `H[2j]` of thread t as
+//! step-local k 2t, 2t+1 and `H[2j+1]` as k 8+2t, 9+2t. So in the activation image, the
+//! 16-byte chunk i of a row (step-local columns 8·(i%2)..) holds `H[i]` of t = 0..3 at
 //! bytes 4t: [`prepare`] converts quarter t (8 bytes) of a raw activation row exactly as
-//! consumer thread t converts a weight row, and stores H[i] at bytes 4t of chunk i.
+//! consumer thread t converts a weight row, and stores `H[i]` at bytes 4t of chunk i.
 //!
 //! **Warp roles** (384 threads = 3 warpgroups): warpgroups 0 and 1 are *consumers*:
 //! warpgroup c owns weight rows 64c..64c+63 of the tile as one m64 block against all 128
@@ -640,7 +640,7 @@ pub trait Element: Copy {
     /// A block's scale pair, from its e4m3 byte in both bytes of the low half of `twice`
     /// (see [`scale_byte_twice`]).
     fn scale(twice: u32) -> u32;
-    /// Pair H[i] (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes: value
+    /// Pair `H[i]` (i in 0..8) of a thread's 16 weight values (two words of e2m1 codes: value
     /// v in bits 4(v % 8)..4(v % 8) + 3 of word v / 8), times its block's `scale`.
     fn weight(words: u64, i: u32, scale: u32) -> u32;
     /// Eight 16-bit activations k0..k7 of one word quad (two per word, the even one low) as
@@ -732,7 +732,7 @@ impl Element for Bf16 {
     /// its magnitude bits (e1 e0 m) to bits 8..6 make the bf16 of value · 2^-126 (e1 e0
     /// lands in the exponent field, m in the top mantissa bit; the code 0.5 is the bf16
     /// subnormal 2^-127, which `mul.rn.bf16x2` keeps on an H100, scripts/probes/bf16mul.cu),
-    /// and one bf16 multiply by sf · 2^119 gives value · sf · 2^-7, exactly. H[i] of a word
+    /// and one bf16 multiply by sf · 2^119 gives value · sf · 2^-7, exactly. `H[i]` of a word
     /// is (k_j, k_j+4) for j = i % 4, nibbles j and j + 4. For j = 0, 1 both codes move
     /// left: a mask keeps them, one integer multiply by 2^(6 - 4j) + 2^(12 - 4j) makes a copy
     /// of each for its magnitude bits and one for its sign, a mask keeps those bits. For j =
@@ -1330,7 +1330,7 @@ fn h(words: u64, i: u32, scale: u32) -> u32 {
 
 /// One CTA per image (batch, M block, K stage); thread 4r + t converts quarter t of
 /// image row r (8 raw bytes, one scale) exactly as consumer thread t converts a weight
-/// row, and stores its H[i] at bytes 4t of the row's chunk i, 128B-swizzled. Four
+/// row, and stores its `H[i]` at bytes 4t of the row's chunk i, 128B-swizzled. Four
 /// threads per row: 4x the loads in flight of one thread per row. (One thread per row
 /// took 7.5 us on the 128-row shape, four take 7.0: the DRAM latency of A, flushed from
 /// L2 by the benchmark, dominates.) On wide tiles ([`staged_prologue`]) the pairs go to a
@@ -1941,7 +1941,7 @@ fn partial_offset(tile: u32, bq: u32, ctid: u32) -> u64 {
 /// wgmma's accumulator layout (PTX ISA 9.7.15.5.1): register v of warp w's thread
 /// (g = lane/4, t = lane%4) holds accumulator row 16w + g + 8·((v/2)%2) and column
 /// 8·(v/4) + 2t + v%2. Rows are weight rows (n), columns activation rows (m): each value
-/// is one element of C[m][n], through the epilogue (alpha, bias[n], fp16 or bf16).
+/// is one element of `C[m][n]`, through the epilogue (alpha, `bias[n]`, fp16 or bf16).
 #[derive(Clone, Copy, Debug)]
 pub struct Place {
     /// C of the batch.

@@ -148,13 +148,13 @@ macro_rules! mma_async_ss {
 
 mma_async_ss!(
     /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, a, b, p, 1, 1, 0, 0;`
-    /// — D[64x64] (+)= A[64x16] · B[64x16]^T, f32 accumulators, 32 per thread.
+    /// — `D[64x64] (+)= A[64x16] · B[64x16]^T`, f32 accumulators, 32 per thread.
     mma_async_ss_m64n64, 64, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
 );
 
 mma_async_ss!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, a, b, p, 1, 1, 0, 0;`
-    /// — D[64x128] (+)= A[64x16] · B[128x16]^T, f32 accumulators, 64 per thread.
+    /// — `D[64x128] (+)= A[64x16] · B[128x16]^T`, f32 accumulators, 64 per thread.
     mma_async_ss_m64n128, 128, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
 
@@ -220,28 +220,28 @@ macro_rules! mma_async_rs {
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
-    /// — D[64x16] (+)= A[64x16] · B[16x16]^T, A from registers, f32 accumulators, 8 per
+    /// — `D[64x16] (+)= A[64x16] · B[16x16]^T`, A from registers, f32 accumulators, 8 per
     /// thread.
     mma_async_rs_m64n16, 16, "f16", F16, 8, [0 1 2 3 4 5 6 7]
 );
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {d0..d15}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
-    /// — D[64x32] (+)= A[64x16] · B[32x16]^T, A from registers, f32 accumulators, 16 per
+    /// — `D[64x32] (+)= A[64x16] · B[32x16]^T`, A from registers, f32 accumulators, 16 per
     /// thread.
     mma_async_rs_m64n32, 32, "f16", F16, 16, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]
 );
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
-    /// — D[64x64] (+)= A[64x16] · B[64x16]^T, A from registers, f32 accumulators, 32 per
+    /// — `D[64x64] (+)= A[64x16] · B[64x16]^T`, A from registers, f32 accumulators, 32 per
     /// thread.
     mma_async_rs_m64n64, 64, "f16", F16, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
 );
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
-    /// — D[64x128] (+)= A[64x16] · B[128x16]^T, A from registers, f32 accumulators, 64
+    /// — `D[64x128] (+)= A[64x16] · B[128x16]^T`, A from registers, f32 accumulators, 64
     /// per thread.
     mma_async_rs_m64n128, 128, "f16", F16, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
@@ -272,7 +272,7 @@ mma_async_rs!(
 
 mma_async_rs!(
     /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {d0..d127}, {a0, a1, a2, a3}, b, p, 1, 1, 0;`
-    /// — D[64x256] (+)= A[64x16] · B[256x16]^T, A from registers, f32 accumulators, 128
+    /// — `D[64x256] (+)= A[64x16] · B[256x16]^T`, A from registers, f32 accumulators, 128
     /// per thread: in the layout of two m64n128 blocks side by side (registers 64..128
     /// hold columns 128..256 exactly as registers 0..64 hold columns 0..128).
     mma_async_rs_m64n256, 256, "f16", F16, 128, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]
