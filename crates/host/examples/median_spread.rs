@@ -7,6 +7,7 @@
 //! (docs/perf-notes.md, session 30: on an H100 the twelve medians of 128x7168x16384 spread
 //! over 59.66-61.60 us, one at 63.90.)
 
+use host::error::CudaContext as _;
 use host::gemm::DeviceProblem;
 use host::generate::{Distribution, generate};
 use host::{Gemm, Gpu, Kernel};
@@ -30,7 +31,6 @@ fn main() -> host::Result<()> {
         Ok(d)
     };
     let s = &gpu.stream;
-    let gpu_error = |e| host::Error::Failed(format!("{e}"));
 
     let mut first = upload()?;
     time("right after the first run", &mut first)?;
@@ -38,18 +38,18 @@ fn main() -> host::Result<()> {
     std::thread::sleep(Duration::from_secs(2));
     time("after 2 s idle", &mut first)?;
     // A buffer allocated before the problem, as the bench's flush buffer is.
-    let early = s.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).map_err(gpu_error)?;
+    let early = s.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).context("allocating a 2 x L2 buffer")?;
     let mut second = upload()?;
     time("a second upload, after a 2 x L2 buffer", &mut second)?;
     time("the first upload", &mut first)?;
     drop(early);
     // Device copies, as the bench's bandwidth limit runs them.
-    let src = s.alloc_zeros::<u16>(1 << 30).map_err(gpu_error)?;
-    let mut dst = s.alloc_zeros::<u16>(1 << 30).map_err(gpu_error)?;
+    let src = s.alloc_zeros::<u16>(1 << 30).context("allocating the copy source")?;
+    let mut dst = s.alloc_zeros::<u16>(1 << 30).context("allocating the copy destination")?;
     for _ in 0..22 {
-        s.memcpy_dtod(&src, &mut dst).map_err(gpu_error)?;
+        s.memcpy_dtod(&src, &mut dst).context("device-to-device copy")?;
     }
-    s.synchronize().map_err(gpu_error)?;
+    s.synchronize().context("waiting for the stream")?;
     time("after 22 copies of 2 GiB", &mut first)?;
     time("the second upload", &mut second)?;
     drop((src, dst));
@@ -59,7 +59,7 @@ fn main() -> host::Result<()> {
     for _ in 0..52 {
         reader.launch()?;
     }
-    s.synchronize().map_err(gpu_error)?;
+    s.synchronize().context("waiting for the stream")?;
     time("after the read floor (its buffer alive)", &mut first)?;
     time("the second upload", &mut second)?;
     drop(reader);

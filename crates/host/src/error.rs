@@ -87,8 +87,9 @@ impl Error {
     }
 }
 
-/// Attaches what the program was doing to a CUDA driver error.
-pub(crate) trait CudaContext<T> {
+/// Attaches what the program was doing to a CUDA driver error (`.context("...")` on a
+/// cudarc result, as the crate and its examples use it).
+pub trait CudaContext<T> {
     fn context(self, what: impl Into<String>) -> Result<T, Error>;
 }
 
