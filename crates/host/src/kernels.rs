@@ -311,13 +311,14 @@ impl Kernel {
             // And the mma.sync kernel (its shared memory is the same for every call).
             let skinny =
                 Kernel::skinny_step(Shape::new(16, 1, kernel::skinny::PHASE_K, 1).expect("a valid shape"), sms);
-            // With bf16 activations too where the GEMM has an entry per operand type.
+            // With bf16 activations too where the GEMM has a bf16 entry of its own.
             let (nvfp4, bf16) = (nvfp4::operand::AFormat::Nvfp4, nvfp4::operand::AFormat::Bf16);
             return kernel::sm90v2::TILES
                 .iter()
                 .flat_map(|&tile| {
                     let plan = kernel::sm90v2::Plan::on(tile, 1, 1, k, 1, sms);
-                    let formats = if kernel::sm90v2::entry_per_type(tile) { vec![nvfp4, bf16] } else { vec![nvfp4] };
+                    let formats =
+                        if plan.entries(bf16) != plan.entries(nvfp4) { vec![nvfp4, bf16] } else { vec![nvfp4] };
                     formats.into_iter().flat_map(move |format| Kernel::sm90v2_steps(&plan, format))
                 })
                 .chain([gemv, skinny])

@@ -38,6 +38,7 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_naive",
             "nvfp4_gemm_sm90",
             "nvfp4_gemm_sm90v2",
+            "nvfp4_gemm_sm90v2_bf16",
             "nvfp4_gemm_sm90v2_decode",
             "nvfp4_gemm_sm90v2_medium",
             "nvfp4_gemm_sm90v2_narrow",
@@ -204,10 +205,14 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         ("nvfp4_gemm_sm90v2_wide", 256, Wide::TILE),
     ] {
         // fp16 operands, and bf16 for bf16 activations (W4A16): both in one entry, or
-        // where the tile kind has an entry per type, each in its own (`_bf16`).
+        // where the tile kind has an entry per type, each in its own (`_bf16`); prefill
+        // tiles have both in one and bf16 alone in a second.
         let wgmma = |ty: &str| format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}");
+        let bf16_alone = (format!("{name}_bf16"), vec!["bf16"], "f16");
         let entries = if kernel::sm90v2::entry_per_type(tile) {
-            vec![(name.to_string(), vec!["f16"], "bf16"), (format!("{name}_bf16"), vec!["bf16"], "f16")]
+            vec![(name.to_string(), vec!["f16"], "bf16"), bf16_alone]
+        } else if tile == Prefill::TILE {
+            vec![(name.to_string(), vec!["f16", "bf16"], ""), bf16_alone]
         } else {
             vec![(name.to_string(), vec!["f16", "bf16"], "")]
         };

@@ -73,9 +73,9 @@
 //!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
 //!   `consumer` for why), after which each thread arrives; the first stage's slot is
 //!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
-//!   first stage's last step complete. In the wide tiles' bf16 entry point warpgroup 1's
-//!   pairs start a stage later than warpgroup 0's, so that they never both drain at once
-//!   ([`Element::PAIRS_A_STAGE_APART`]).
+//!   first stage's last step complete. In the wide and prefill tiles' bf16 entry points
+//!   warpgroup 1's pairs start a stage later than warpgroup 0's, so that they never both
+//!   drain at once ([`Element::PAIRS_A_STAGE_APART`]).
 //! - The producer fills all slots before the loop (the weights before the prologue
 //!   completes, the images after), then refills each slot as soon as `empty` says the
 //!   consumers released it.
@@ -117,8 +117,9 @@
 //! wide. For M ≤ [`MEDIUM_MAX_M`] (64, the batch sizes of busy decode servers) it has 64:
 //! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
-//! same; every launch has an entry point per tile kind ([`entries`]; wide tiles' GEMM one
-//! per operand type, [`entry_per_type`]), each kind named by its key ([`Rows::TILE`]: the
+//! same; every launch has an entry point per tile kind ([`entries`]; the GEMM of wide
+//! tiles one per operand type, [`entry_per_type`], and of prefill tiles a second one for
+//! bf16, [`Alone`]), each kind named by its key ([`Rows::TILE`]: the
 //! row count, with a flag for the narrow and thin tiles below), which every size function
 //! of this file takes.
 //!
@@ -181,7 +182,8 @@
 //! exact: three or four integer instructions and one `mul.rn.bf16x2` per pair, no
 //! conversion instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
 //! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
-//! once per CTA, or on wide tiles an entry point of its own ([`entry_per_type`]).
+//! once per CTA, or on wide and prefill tiles an entry point of its own
+//! ([`entry_per_type`], [`Alone`]).
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
 //! past K, in the images and in the weights). Needs sm_90a (wgmma, bulk copies).
@@ -363,12 +365,12 @@ const MAX_REGS: u32 = 248;
 const fn ctas_per_sm(tile: u32) -> u32 {
     if tile == Decode::TILE { DECODE_CTAS_PER_SM } else { 1 }
 }
-/// GEMM entry points: one per tile kind, and a second (bf16) one per kind of
-/// [`entry_per_type`].
+/// GEMM entry points: one per tile kind, and a second (bf16) one on wide and prefill tiles
+/// ([`entry_per_type`], [`Alone`]).
 const GEMM_ENTRIES: usize = {
     let (mut entries, mut i) = (TILES.len(), 0);
     while i < TILES.len() {
-        entries += entry_per_type(TILES[i]) as usize;
+        entries += gemm_bf16_entry(TILES[i]).is_some() as usize;
         i += 1;
     }
     entries
@@ -634,9 +636,12 @@ pub trait Element: Copy {
     const UNDO: f32;
     /// Whether warpgroup 1 runs its stage pairs a stage after warpgroup 0's (see
     /// `consumer`), so that the two never drain their wgmmas at the same time: in entry
-    /// points of this type alone ([`entry_per_type`]); in an entry with both loops it moved
-    /// the fp16 loop's time (docs/perf-notes.md, session 30).
+    /// points of this type alone ([`entry_per_type`], [`Alone`]); in an entry with both
+    /// loops it moved the fp16 loop's time (docs/perf-notes.md, session 30).
     const PAIRS_A_STAGE_APART: bool;
+    /// Compiled into an entry point of its own on a tile kind whose other entry keeps both
+    /// loops ([`Alone`]).
+    const ALONE: bool = false;
     /// A block's scale pair, from its e4m3 byte in both bytes of the low half of `twice`
     /// (see [`scale_byte_twice`]).
     fn scale(twice: u32) -> u32;
@@ -766,6 +771,44 @@ impl Element for Bf16 {
             (w[1] >> 16) | (w[3] & !LOW),
         ]
     }
+}
+
+/// Element type `E` in a GEMM entry point of its own on a tile kind whose main entry keeps
+/// both types' loops: prefill tiles' bf16 entry (`nvfp4_gemm_sm90v2_bf16`, pairs a stage
+/// apart). Its loop is `E`'s; only `consumer` tells the two apart.
+///
+/// Why not an entry per type as on wide tiles ([`entry_per_type`]): on an H100 the
+/// prefill tiles' fp16 loop ran slower alone than beside the bf16 loop (docs/perf-notes.md,
+/// session 30: 128x7168x16384 60.9-61.8 against 60.1-61.0 us), while their bf16 loop ran
+/// faster alone, a stage apart (session 31: bf16 W4A16 128x7168x16384 62.7-63.5 against
+/// 63.7-64.4 us, 96x7168x16384 61.4-61.5 against 62.6-62.7). So NVFP4 and fp16 W4A16 calls
+/// keep the entry with both loops, whose SASS stayed byte for byte as measured
+/// (`scripts/sass-diff.sh`), and bf16 calls take this one. (The wide entries' SASS moved
+/// with this type's test in `consumer`, folded away there: measured level, 2304x4608x7168
+/// 213.4-214.0 against 213.9-215.6 us, bf16 W4A16 220.7-221.2 against 220.7-221.9.)
+#[derive(Clone, Copy, Debug)]
+pub struct Alone<E>(E);
+impl<E: Element> Element for Alone<E> {
+    const BF16: bool = E::BF16;
+    const UNDO: f32 = E::UNDO;
+    const PAIRS_A_STAGE_APART: bool = E::PAIRS_A_STAGE_APART;
+    const ALONE: bool = true;
+    #[inline(always)]
+    fn scale(twice: u32) -> u32 {
+        E::scale(twice)
+    }
+    #[inline(always)]
+    fn weight(words: u64, i: u32, scale: u32) -> u32 {
+        E::weight(words, i, scale)
+    }
+    #[inline(always)]
+    fn activations(w: [u32; 4]) -> [u32; 4] {
+        E::activations(w)
+    }
+}
+impl<E: Element> Loops for Alone<E> {
+    const BOTH: bool = false;
+    type One = Alone<E>;
 }
 
 /// What the f32 sums of a call with activations of format code `a_format` carry besides
@@ -1150,10 +1193,12 @@ impl Plan {
         let bf16 = a_format == AFormat::Bf16;
         macro_rules! of {
             ($R:ty) => {{
-                let gemm: fn(&GemmArgs) = match (entry_per_type(<$R>::TILE), bf16) {
-                    (false, _) => gemm::<$R, BothTypes>,
+                let tile = <$R>::TILE;
+                let gemm: fn(&GemmArgs) = match (entry_per_type(tile), bf16) {
                     (true, false) => gemm::<$R, F16>,
                     (true, true) => gemm::<$R, Bf16>,
+                    (false, true) if gemm_bf16_entry(tile).is_some() => gemm::<$R, Alone<Bf16>>,
+                    (false, _) => gemm::<$R, BothTypes>,
                 };
                 [prepare::<$R>, gemm, reduce::<$R>]
             }};
@@ -1487,8 +1532,9 @@ impl Loops for BothTypes {
 }
 
 /// Whether tiles of key `tile` have an entry point per operand type rather than one with
-/// both loops. ptxas allocates registers and schedules a whole entry at once, so the two
-/// loops in one entry shape each other's code. On an H100 (docs/perf-notes.md, session
+/// both loops (prefill tiles have one with both loops and a bf16 one, [`Alone`]). ptxas
+/// allocates registers and schedules a whole entry at once, so the two loops in one entry
+/// shape each other's code. On an H100 (docs/perf-notes.md, session
 /// 30) wide tiles ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
 /// bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
 /// 128-row tiles' fp16 loop ran slower alone (128x7168x16384 60.9-61.8 against
@@ -1860,10 +1906,11 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // The two warpgroups share the tensor core: while one drains at the end of its pair,
     // the other's wgmmas keep it busy, if their pairs are a stage apart. So where the
     // element type asks for it, on tiles where both warpgroups take every stage,
-    // warpgroup 1 multiplies its first stage alone. Only in entries of one operand type:
+    // warpgroup 1 multiplies its first stage alone. Only in entries of one operand type
+    // (wide tiles' two, prefill tiles' bf16 one):
     // in one with both loops even the test, folded away, changed what ptxas made of the
     // whole entry, and its measured time (docs/perf-notes.md, session 30).
-    let own_entry = entry_per_type(R::TILE);
+    let own_entry = entry_per_type(R::TILE) || E::ALONE;
     let apart = own_entry && E::PAIRS_A_STAGE_APART && step == 1;
     if own_entry {
         if !(apart && c == 1 && stage!(1, true)) {
@@ -2163,9 +2210,9 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
     sum
 }
 
-/// The entry points of tiles of key `tile` with A in `a_format`. Where the GEMM has an entry
-/// per operand type ([`entry_per_type`]) bf16 activations take the bf16 one (bf16 weights
-/// and wgmmas), the others the fp16 one; elsewhere one entry takes every format.
+/// The entry points of tiles of key `tile` with A in `a_format`. Where the GEMM has a bf16
+/// entry ([`entry_per_type`], [`Alone`]) bf16 activations take it (bf16 weights and
+/// wgmmas), the others the main one; elsewhere one entry takes every format.
 pub const fn entries_of(tile: u32, a_format: AFormat) -> [&'static str; 3] {
     let [prepare, gemm, reduce] = entries_f16(tile);
     match (a_format, gemm_bf16_entry(tile)) {
@@ -2174,20 +2221,22 @@ pub const fn entries_of(tile: u32, a_format: AFormat) -> [&'static str; 3] {
     }
 }
 
-/// The bf16 GEMM entry of tiles of key `tile`, if they have one ([`entry_per_type`]).
+/// The bf16 GEMM entry of tiles of key `tile`, if they have one ([`entry_per_type`],
+/// [`Alone`]).
 const fn gemm_bf16_entry(tile: u32) -> Option<&'static str> {
     match tile {
         Wide::TILE => Some("nvfp4_gemm_sm90v2_wide_bf16"),
+        Prefill::TILE => Some("nvfp4_gemm_sm90v2_bf16"),
         _ => None,
     }
 }
-// `entry_per_type` is the kernels' test, the names are the host's: they must agree. (The
-// kernels keep their own plain comparison: deriving it from the names changed the wide
-// entries' SASS, docs/perf-notes.md, session 30.)
+// `entry_per_type` is the kernels' test, the names are the host's: a tile kind with an
+// entry per type has a bf16 entry. (The kernels keep their own plain comparison: deriving
+// it from the names changed the wide entries' SASS, docs/perf-notes.md, session 30.)
 const _: () = {
     let mut i = 0;
     while i < TILES.len() {
-        assert!(entry_per_type(TILES[i]) == gemm_bf16_entry(TILES[i]).is_some());
+        assert!(!entry_per_type(TILES[i]) || gemm_bf16_entry(TILES[i]).is_some());
         i += 1;
     }
 };
@@ -2211,6 +2260,7 @@ const fn entries_f16(tile: u32) -> [&'static str; 3] {
 // The GPU entry points, per tile kind and (the GEMM's) operand type (see `entries_of`).
 gemm_entry_point!(nvfp4_sm90v2_prepare => prepare::<Prefill>);
 gemm_entry_point!(nvfp4_gemm_sm90v2 => gemm::<Prefill, BothTypes>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_bf16 => gemm::<Prefill, Alone<Bf16>>);
 gemm_entry_point!(nvfp4_sm90v2_reduce => reduce::<Prefill>);
 gemm_entry_point!(nvfp4_sm90v2_decode_prepare => prepare::<Decode>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_decode => gemm::<Decode, BothTypes>);
