@@ -43,7 +43,9 @@ fn each_ptx_has_its_entry_points() {
             "nvfp4_gemm_sm90v2_medium",
             "nvfp4_gemm_sm90v2_narrow",
             "nvfp4_gemm_sm90v2_thin",
+            "nvfp4_gemm_sm90v2_thin_bf16",
             "nvfp4_gemm_sm90v2_thin_medium",
+            "nvfp4_gemm_sm90v2_thin_medium_bf16",
             "nvfp4_gemm_sm90v2_wide",
             "nvfp4_gemm_sm90v2_wide_bf16",
             "nvfp4_gemv_sm90",
@@ -206,12 +208,14 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
     ] {
         // fp16 operands, and bf16 for bf16 activations (W4A16): both in one entry, or
         // where the tile kind has an entry per type, each in its own (`_bf16`); prefill
-        // tiles have both in one and bf16 alone in a second.
+        // and thin tiles have both in one and bf16 alone in a second.
         let wgmma = |ty: &str| format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}");
         let bf16_alone = (format!("{name}_bf16"), vec!["bf16"], "f16");
+        let bf16_entry = kernel::sm90v2::entries_of(tile, nvfp4::operand::AFormat::Bf16)[1];
         let entries = if kernel::sm90v2::entry_per_type(tile) {
             vec![(name.to_string(), vec!["f16"], "bf16"), bf16_alone]
-        } else if tile == Prefill::TILE {
+        } else if bf16_entry != name {
+            assert_eq!(bf16_entry, bf16_alone.0);
             vec![(name.to_string(), vec!["f16", "bf16"], ""), bf16_alone]
         } else {
             vec![(name.to_string(), vec!["f16", "bf16"], "")]
@@ -226,8 +230,7 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
             assert!(absent.is_empty() || !body.contains(&wgmma(absent)), "{name} has `{}`", wgmma(absent));
             gemm_instructions(&name, tile, body);
         }
-        let bf16 = if kernel::sm90v2::entry_per_type(tile) { format!("{name}_bf16") } else { name.to_string() };
-        assert!(entry(&bf16).contains("cvt.rn.bf16x2.f32"), "{bf16}: the bf16 scales");
+        assert!(entry(bf16_entry).contains("cvt.rn.bf16x2.f32"), "{bf16_entry}: the bf16 scales");
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are
     // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits at a

@@ -194,18 +194,21 @@ fn medium_tiles_match_the_reference_under_emulation() {
     ] {
         assert_eq!(long(m), entry, "M = {m}");
     }
-    // Wide and prefill tiles have a bf16 GEMM entry: bf16 activations take it (bf16 weights
-    // and wgmmas), fp16 activations the main one as NVFP4 activations do; the prologue and
-    // reduce are shared. Other tiles have one entry for every format.
-    for ((m, n, k), bf16) in
-        [((2304, 4608, 7168), "nvfp4_gemm_sm90v2_wide_bf16"), ((128, 7168, 16384), "nvfp4_gemm_sm90v2_bf16")]
-    {
+    // Wide, prefill and thin tiles have a bf16 GEMM entry: bf16 activations take it (bf16
+    // weights and wgmmas), fp16 activations the main one as NVFP4 activations do; the
+    // prologue and reduce are shared. Other tiles have one entry for every format.
+    for ((m, n, k), bf16) in [
+        ((2304, 4608, 7168), "nvfp4_gemm_sm90v2_wide_bf16"),
+        ((128, 7168, 16384), "nvfp4_gemm_sm90v2_bf16"),
+        ((128, 7168, 2048), "nvfp4_gemm_sm90v2_thin_bf16"),
+        ((64, 7168, 2048), "nvfp4_gemm_sm90v2_thin_medium_bf16"),
+    ] {
         let [prepare, gemm, reduce] = sm90v2::entries(m, n, k, 1, SMS, AFormat::Nvfp4);
         assert_eq!(sm90v2::entries(m, n, k, 1, SMS, AFormat::F16), [prepare, gemm, reduce]);
         assert_eq!(sm90v2::entries(m, n, k, 1, SMS, AFormat::Bf16), [prepare, bf16, reduce]);
     }
     for format in [AFormat::F16, AFormat::Bf16] {
-        assert_eq!(sm90v2::entries(128, 7168, 2048, 1, SMS, format)[1], "nvfp4_gemm_sm90v2_thin");
+        assert_eq!(sm90v2::entries(64, 7168, 16384, 1, SMS, format)[1], "nvfp4_gemm_sm90v2_medium");
     }
 }
 

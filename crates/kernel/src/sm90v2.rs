@@ -118,8 +118,8 @@
 //! `wgmma m64n64k16`, half the tensor work of a 128-row tile. Both have 256 weight rows
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
 //! same; every launch has an entry point per tile kind ([`entries`]; the GEMM of wide
-//! tiles one per operand type, [`entry_per_type`], and of prefill tiles a second one for
-//! bf16, [`Alone`]), each kind named by its key ([`Rows::TILE`]: the
+//! tiles one per operand type, [`entry_per_type`], and of prefill and thin tiles a second
+//! one for bf16, [`Alone`]), each kind named by its key ([`Rows::TILE`]: the
 //! row count, with a flag for the narrow and thin tiles below), which every size function
 //! of this file takes.
 //!
@@ -182,7 +182,7 @@
 //! exact: three or four integer instructions and one `mul.rn.bf16x2` per pair, no
 //! conversion instruction; the epilogue's alpha takes the 2^7) for `wgmma ... .bf16.bf16`, with the
 //! images' pairs in that order ([`Element`]): a second copy of the consumer loop, chosen
-//! once per CTA, or on wide and prefill tiles an entry point of its own
+//! once per CTA, or on wide, prefill and thin tiles an entry point of its own
 //! ([`entry_per_type`], [`Alone`]).
 //!
 //! **Constraints.** Any M, N and L; K a multiple of 16 (a partial last stage reads zeros
@@ -365,8 +365,8 @@ const MAX_REGS: u32 = 248;
 const fn ctas_per_sm(tile: u32) -> u32 {
     if tile == Decode::TILE { DECODE_CTAS_PER_SM } else { 1 }
 }
-/// GEMM entry points: one per tile kind, and a second (bf16) one on wide and prefill tiles
-/// ([`entry_per_type`], [`Alone`]).
+/// GEMM entry points: one per tile kind, and a second (bf16) one on wide, prefill and thin
+/// tiles ([`entry_per_type`], [`Alone`]).
 const GEMM_ENTRIES: usize = {
     let (mut entries, mut i) = (TILES.len(), 0);
     while i < TILES.len() {
@@ -774,8 +774,10 @@ impl Element for Bf16 {
 }
 
 /// Element type `E` in a GEMM entry point of its own on a tile kind whose main entry keeps
-/// both types' loops: prefill tiles' bf16 entry (`nvfp4_gemm_sm90v2_bf16`, pairs a stage
-/// apart). Its loop is `E`'s; only `consumer` tells the two apart.
+/// both types' loops: the bf16 entries of prefill tiles (`nvfp4_gemm_sm90v2_bf16`, pairs a
+/// stage apart) and of thin tiles (`nvfp4_gemm_sm90v2_thin_bf16`,
+/// `nvfp4_gemm_sm90v2_thin_medium_bf16`, whose warpgroups take alternate stages anyway).
+/// Its loop is `E`'s; only `consumer` tells the two apart.
 ///
 /// Why not an entry per type as on wide tiles ([`entry_per_type`]): on an H100 the
 /// prefill tiles' fp16 loop ran slower alone than beside the bf16 loop (docs/perf-notes.md,
@@ -785,7 +787,11 @@ impl Element for Bf16 {
 /// keep the entry with both loops, whose SASS stayed byte for byte as measured
 /// (`scripts/sass-diff.sh`), and bf16 calls take this one. (The wide entries' SASS moved
 /// with this type's test in `consumer`, folded away there: measured level, 2304x4608x7168
-/// 213.4-214.0 against 213.9-215.6 us, bf16 W4A16 220.7-221.2 against 220.7-221.9.)
+/// 213.4-214.0 against 213.9-215.6 us, bf16 W4A16 220.7-221.2 against 220.7-221.9.) On thin
+/// tiles, with no stage skew, the bf16 loop alone ran faster too (session 31: 128x7168x2048
+/// 17.7-17.9 against 18.5-18.8 us, 64x7168x2048 15.3-15.4 against 15.7-16.7), every other
+/// entry's SASS unchanged by its addition. (Medium, narrow and decode tiles keep one entry:
+/// their bf16 loop alone, a stage apart, ran slower on 64x7168x16384 in session 30.)
 #[derive(Clone, Copy, Debug)]
 pub struct Alone<E>(E);
 impl<E: Element> Element for Alone<E> {
@@ -1532,10 +1538,10 @@ impl Loops for BothTypes {
 }
 
 /// Whether tiles of key `tile` have an entry point per operand type rather than one with
-/// both loops (prefill tiles have one with both loops and a bf16 one, [`Alone`]). ptxas
-/// allocates registers and schedules a whole entry at once, so the two loops in one entry
-/// shape each other's code. On an H100 (docs/perf-notes.md, session
-/// 30) wide tiles ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
+/// both loops (prefill and thin tiles have one with both loops and a bf16 one, [`Alone`]).
+/// ptxas allocates registers and schedules a whole entry at once, so the two loops in one
+/// entry shape each other's code. On an H100 (docs/perf-notes.md, session 30) wide tiles
+/// ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
 /// bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
 /// 128-row tiles' fp16 loop ran slower alone (128x7168x16384 60.9-61.8 against
 /// 60.1-61.0, fp16 W4A16 62.3-62.7 against 61.3-61.5).
@@ -1907,7 +1913,7 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // the other's wgmmas keep it busy, if their pairs are a stage apart. So where the
     // element type asks for it, on tiles where both warpgroups take every stage,
     // warpgroup 1 multiplies its first stage alone. Only in entries of one operand type
-    // (wide tiles' two, prefill tiles' bf16 one):
+    // (wide tiles' two, prefill tiles' bf16 one; thin tiles' take alternate stages):
     // in one with both loops even the test, folded away, changed what ptxas made of the
     // whole entry, and its measured time (docs/perf-notes.md, session 30).
     let own_entry = entry_per_type(R::TILE) || E::ALONE;
@@ -2227,6 +2233,8 @@ const fn gemm_bf16_entry(tile: u32) -> Option<&'static str> {
     match tile {
         Wide::TILE => Some("nvfp4_gemm_sm90v2_wide_bf16"),
         Prefill::TILE => Some("nvfp4_gemm_sm90v2_bf16"),
+        Thin::TILE => Some("nvfp4_gemm_sm90v2_thin_bf16"),
+        ThinMedium::TILE => Some("nvfp4_gemm_sm90v2_thin_medium_bf16"),
         _ => None,
     }
 }
@@ -2273,9 +2281,11 @@ gemm_entry_point!(nvfp4_gemm_sm90v2_narrow => gemm::<Narrow, BothTypes>);
 gemm_entry_point!(nvfp4_sm90v2_narrow_reduce => reduce::<Narrow>);
 gemm_entry_point!(nvfp4_sm90v2_thin_prepare => prepare::<Thin>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_thin => gemm::<Thin, BothTypes>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin_bf16 => gemm::<Thin, Alone<Bf16>>);
 gemm_entry_point!(nvfp4_sm90v2_thin_reduce => reduce::<Thin>);
 gemm_entry_point!(nvfp4_sm90v2_thin_medium_prepare => prepare::<ThinMedium>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium => gemm::<ThinMedium, BothTypes>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium_bf16 => gemm::<ThinMedium, Alone<Bf16>>);
 gemm_entry_point!(nvfp4_sm90v2_thin_medium_reduce => reduce::<ThinMedium>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
 gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide, F16>);
