@@ -790,8 +790,9 @@ impl Element for Bf16 {
 /// 213.4-214.0 against 213.9-215.6 us, bf16 W4A16 220.7-221.2 against 220.7-221.9.) On thin
 /// tiles, with no stage skew, the bf16 loop alone ran faster too (session 31: 128x7168x2048
 /// 17.7-17.9 against 18.5-18.8 us, 64x7168x2048 15.3-15.4 against 15.7-16.7), every other
-/// entry's SASS unchanged by its addition. (Medium, narrow and decode tiles keep one entry:
-/// their bf16 loop alone, a stage apart, ran slower on 64x7168x16384 in session 30.)
+/// entry's SASS unchanged by its addition. (Medium tiles keep one entry: their bf16 loop
+/// alone, a stage apart, ran slower on 64x7168x16384 in session 30. Narrow and decode
+/// tiles' bf16 loops have not been measured alone.)
 #[derive(Clone, Copy, Debug)]
 pub struct Alone<E>(E);
 impl<E: Element> Element for Alone<E> {
