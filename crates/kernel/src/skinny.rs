@@ -29,7 +29,7 @@
 //! warp one slot per group in *rounds*. Steps:
 //! 1. Every thread prepares its share of the next phase's activations (all M rows, 1024
 //!    values) in the other half of a double buffer in shared memory, in the order the mma
-//!    fragments take them ([`Source`]: NVFP4 converted to fp16 as the weights are, 16-bit values
+//!    fragments take them (`Source`: NVFP4 converted to fp16 as the weights are, 16-bit values
 //!    only reordered), from raw bytes it loaded one phase earlier (so their latency hides
 //!    behind a phase of work); the first two phases' bytes are loaded before the weights'
 //!    first copies are issued, so they do not queue behind them (1.1-1.3 us off

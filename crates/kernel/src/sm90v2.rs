@@ -92,9 +92,9 @@
 //! **Epilogue.** In the accumulator layout a thread's values of C are 2-byte pieces of
 //! four rows, so storing them directly writes each 32-byte sector in halves, 2 bytes per
 //! lane. A whole tile's accumulators go instead through the epilogue (alpha, bias, fp16
-//! or bf16) into a shared-memory copy of its C block in the idle ring ([`Place::stage`],
+//! or bf16) into a shared-memory copy of its C block in the idle ring (`Place::stage`,
 //! rows padded by one chunk against bank conflicts), which the CTA then writes out in
-//! 16-byte chunks, a warp 512 contiguous bytes of whole rows ([`Place::write_staged`]):
+//! 16-byte chunks, a warp 512 contiguous bytes of whole rows (`Place::write_staged`):
 //! 2304x4608x7168 took 221.5 us against 229-230.5 direct on an H100 (docs/perf-notes.md,
 //! session 16).
 //!
@@ -611,7 +611,7 @@ pub trait Rows: Copy {
     fn fence_operand(acc: &mut Self::Acc);
     /// Stages block `b`'s accumulators through the epilogue into the tile's shared-memory
     /// copy of C (unrolled: a runtime index would put them in local memory; see
-    /// [`Place::stage`]).
+    /// `Place::stage`).
     fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &Self::Acc);
     /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled), those of the
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
@@ -669,7 +669,7 @@ impl Element for F16 {
     /// No: no gain on an H100 (128x7168x16384 60.24-60.59 against 60.10-60.40 us,
     /// docs/perf-notes.md, session 30).
     const PAIRS_A_STAGE_APART: bool = false;
-    /// fp16(sf) itself, without the 64 that would undo the e4m3 trick's 2^-6 ([`pair`]):
+    /// fp16(sf) itself, without the 64 that would undo the e4m3 trick's 2^-6 (`pair`):
     /// the weights stay value · sf · 2^-6, exact (at least 2^-16 with at most 6 significant
     /// bits, where fp16 reaches 2^-24), and the epilogue takes the 64, once per output
     /// instead of one `mul.rn.f16x2` per row and stage (session 29).
@@ -677,12 +677,12 @@ impl Element for F16 {
     fn scale(twice: u32) -> u32 {
         cvt::f16x2_from_e4m3x2(twice as u16)
     }
-    /// The e4m3 trick ([`pair`]): H = (k0, k2), (k4, k6), (k1, k3), (k5, k7) of each word.
+    /// The e4m3 trick (`pair`): H = (k0, k2), (k4, k6), (k1, k3), (k5, k7) of each word.
     #[inline(always)]
     fn weight(words: u64, i: u32, scale: u32) -> u32 {
         h(words, i, scale)
     }
-    /// (k0, k2), (k4, k6), (k1, k3), (k5, k7), as [`pair`] makes them of converted codes.
+    /// (k0, k2), (k4, k6), (k1, k3), (k5, k7), as `pair` makes them of converted codes.
     #[inline(always)]
     fn activations(w: [u32; 4]) -> [u32; 4] {
         [

@@ -36,7 +36,7 @@ pub struct StreamArgs {
     pub out: u64,
 }
 
-/// The launch on a GPU with `sms` SMs: [`CTAS_PER_SM`] CTAs of [`BLOCK`] threads per SM.
+/// The launch on a GPU with `sms` SMs: `CTAS_PER_SM` CTAs of [`BLOCK`] threads per SM.
 pub const fn launch(sms: u32) -> Launch {
     let sms = if sms == 0 { 1 } else { sms };
     Launch { grid: [sms * CTAS_PER_SM, 1, 1], block: [BLOCK, 1, 1], dynamic_smem: 0 }
