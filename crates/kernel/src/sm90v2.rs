@@ -119,9 +119,9 @@
 //! (each warpgroup two m64 blocks); the weights, their conversion and the ring are the
 //! same; every launch has an entry point per tile kind ([`entries`]; the GEMM of wide
 //! tiles one per operand type, [`entry_per_type`], and of prefill and thin tiles a second
-//! one for bf16, [`Alone`]), each kind named by its key ([`Rows::TILE`]: the
-//! row count, with a flag for the narrow and thin tiles below), which every size function
-//! of this file takes.
+//! one for bf16, each of one type on [`Alone`]), each kind named by its key
+//! ([`Rows::TILE`]: the row count, with a flag for the narrow and thin tiles below), which
+//! every size function of this file takes.
 //!
 //! **Why 128 weight rows on 128-row tiles.** Until session 21 these tiles had 256 weight
 //! rows, like the medium ones: at M = 128 the few tiles then split K 4-8 ways, and the
@@ -636,11 +636,10 @@ pub trait Element: Copy {
     const UNDO: f32;
     /// Whether warpgroup 1 runs its stage pairs a stage after warpgroup 0's (see
     /// `consumer`), so that the two never drain their wgmmas at the same time: in entry
-    /// points of this type alone ([`entry_per_type`], [`Alone`]); in an entry with both
-    /// loops it moved the fp16 loop's time (docs/perf-notes.md, session 30).
+    /// points of this type alone ([`Alone`]); in an entry with both loops it moved the
+    /// fp16 loop's time (docs/perf-notes.md, session 30).
     const PAIRS_A_STAGE_APART: bool;
-    /// Compiled into an entry point of its own on a tile kind whose other entry keeps both
-    /// loops ([`Alone`]).
+    /// Compiled into an entry point of this type alone ([`Alone`]).
     const ALONE: bool = false;
     /// A block's scale pair, from its e4m3 byte in both bytes of the low half of `twice`
     /// (see [`scale_byte_twice`]).
@@ -773,26 +772,28 @@ impl Element for Bf16 {
     }
 }
 
-/// Element type `E` in a GEMM entry point of its own on a tile kind whose main entry keeps
-/// both types' loops: the bf16 entries of prefill tiles (`nvfp4_gemm_sm90v2_bf16`, pairs a
-/// stage apart) and of thin tiles (`nvfp4_gemm_sm90v2_thin_bf16`,
-/// `nvfp4_gemm_sm90v2_thin_medium_bf16`, whose warpgroups take alternate stages anyway).
-/// Its loop is `E`'s; only `consumer` tells the two apart.
+/// Element type `E` in a GEMM entry point of its own, without the other type's loop: both
+/// entries of wide tiles (`nvfp4_gemm_sm90v2_wide`, `nvfp4_gemm_sm90v2_wide_bf16`, see
+/// [`entry_per_type`]), and the bf16 entries of prefill tiles (`nvfp4_gemm_sm90v2_bf16`)
+/// and of thin tiles (`nvfp4_gemm_sm90v2_thin_bf16`, `nvfp4_gemm_sm90v2_thin_medium_bf16`),
+/// whose main entries keep both loops. Its loop is `E`'s; only `consumer` tells the two
+/// apart (pairs a stage apart where `E` asks for it and both warpgroups take every stage).
 ///
-/// Why not an entry per type as on wide tiles ([`entry_per_type`]): on an H100 the
+/// Why prefill and thin tiles keep an entry with both loops: on an H100 the
 /// prefill tiles' fp16 loop ran slower alone than beside the bf16 loop (docs/perf-notes.md,
 /// session 30: 128x7168x16384 60.9-61.8 against 60.1-61.0 us), while their bf16 loop ran
 /// faster alone, a stage apart (session 31: bf16 W4A16 128x7168x16384 62.7-63.5 against
 /// 63.7-64.4 us, 96x7168x16384 61.4-61.5 against 62.6-62.7). So NVFP4 and fp16 W4A16 calls
 /// keep the entry with both loops, whose SASS stayed byte for byte as measured
-/// (`scripts/sass-diff.sh`), and bf16 calls take this one. (The wide entries' SASS moved
-/// with this type's test in `consumer`, folded away there: measured level, 2304x4608x7168
-/// 213.4-214.0 against 213.9-215.6 us, bf16 W4A16 220.7-221.2 against 220.7-221.9.) On thin
-/// tiles, with no stage skew, the bf16 loop alone ran faster too (session 31: 128x7168x2048
-/// 17.7-17.9 against 18.5-18.8 us, 64x7168x2048 15.3-15.4 against 15.7-16.7), every other
-/// entry's SASS unchanged by its addition. (Medium tiles keep one entry: their bf16 loop
-/// alone, a stage apart, ran slower on 64x7168x16384 in session 30. Narrow and decode
-/// tiles' bf16 loops have not been measured alone.)
+/// (`scripts/sass-diff.sh`), and bf16 calls take this one. On thin tiles, with no stage
+/// skew, the bf16 loop alone ran faster too (session 31: 128x7168x2048 17.7-17.9 against
+/// 18.5-18.8 us, 64x7168x2048 15.3-15.4 against 15.7-16.7); their fp16 loop alone
+/// measured within the spread (session 32, the same entry for both rows: NVFP4
+/// 128x7168x2048 17.2-17.3 against 17.3-18.3 us, but fp16 W4A16 17.3-17.7 against
+/// 17.2), so it stays beside the bf16 one. (Medium tiles keep one
+/// entry: their bf16 loop alone, a stage apart, ran slower on 64x7168x16384 in session 30,
+/// and in phase gained at most 0.4 us in session 31. Decode tiles' bf16 loop has not been
+/// measured alone.)
 #[derive(Clone, Copy, Debug)]
 pub struct Alone<E>(E);
 impl<E: Element> Element for Alone<E> {
@@ -1202,10 +1203,9 @@ impl Plan {
             ($R:ty) => {{
                 let tile = <$R>::TILE;
                 let gemm: fn(&GemmArgs) = match (entry_per_type(tile), bf16) {
-                    (true, false) => gemm::<$R, F16>,
-                    (true, true) => gemm::<$R, Bf16>,
-                    (false, true) if gemm_bf16_entry(tile).is_some() => gemm::<$R, Alone<Bf16>>,
-                    (false, _) => gemm::<$R, BothTypes>,
+                    (_, true) if gemm_bf16_entry(tile).is_some() => gemm::<$R, Alone<Bf16>>,
+                    (true, false) => gemm::<$R, Alone<F16>>,
+                    _ => gemm::<$R, BothTypes>,
                 };
                 [prepare::<$R>, gemm, reduce::<$R>]
             }};
@@ -1514,21 +1514,13 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
 // Launch 2: the GEMM
 // ---------------------------------------------------------------------------------------
 
-/// The operand types a GEMM entry point's consumer loop is compiled for: one [`Element`]
-/// (an entry per type, [`entry_per_type`]), or [`BothTypes`].
+/// The operand types a GEMM entry point's consumer loop is compiled for: one type
+/// ([`Alone`]), or [`BothTypes`].
 pub trait Loops {
     /// Both types' loops, chosen per call by the activations' format.
     const BOTH: bool;
     /// The one type (when not `BOTH`).
     type One: Element;
-}
-impl Loops for F16 {
-    const BOTH: bool = false;
-    type One = F16;
-}
-impl Loops for Bf16 {
-    const BOTH: bool = false;
-    type One = Bf16;
 }
 /// Both operand types' loops in one entry point.
 #[derive(Clone, Copy, Debug)]
@@ -1538,9 +1530,10 @@ impl Loops for BothTypes {
     type One = F16;
 }
 
-/// Whether tiles of key `tile` have an entry point per operand type rather than one with
-/// both loops (prefill and thin tiles have one with both loops and a bf16 one, [`Alone`]).
-/// ptxas allocates registers and schedules a whole entry at once, so the two loops in one
+/// Whether tiles of key `tile` have an entry point per operand type, both on [`Alone`],
+/// rather than one with both loops (prefill and thin tiles have one with both loops and a
+/// bf16 one). The host's map from tile kinds to entries and bodies; the kernels' test is
+/// [`Element::ALONE`]. ptxas allocates registers and schedules a whole entry at once, so the two loops in one
 /// entry shape each other's code. On an H100 (docs/perf-notes.md, session 30) wide tiles
 /// ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
 /// bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
@@ -1914,12 +1907,11 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     // the other's wgmmas keep it busy, if their pairs are a stage apart. So where the
     // element type asks for it, on tiles where both warpgroups take every stage,
     // warpgroup 1 multiplies its first stage alone. Only in entries of one operand type
-    // (wide tiles' two, prefill tiles' bf16 one; thin tiles' take alternate stages):
-    // in one with both loops even the test, folded away, changed what ptxas made of the
-    // whole entry, and its measured time (docs/perf-notes.md, session 30).
-    let own_entry = entry_per_type(R::TILE) || E::ALONE;
-    let apart = own_entry && E::PAIRS_A_STAGE_APART && step == 1;
-    if own_entry {
+    // (`Alone`: wide tiles' two, prefill tiles' bf16 one; thin tiles' take alternate
+    // stages): in one with both loops even the test, folded away, changed what ptxas made
+    // of the whole entry, and its measured time (docs/perf-notes.md, session 30).
+    let apart = E::ALONE && E::PAIRS_A_STAGE_APART && step == 1;
+    if E::ALONE {
         if !(apart && c == 1 && stage!(1, true)) {
             stage_pairs!();
         }
@@ -2218,7 +2210,7 @@ fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
 }
 
 /// The entry points of tiles of key `tile` with A in `a_format`. Where the GEMM has a bf16
-/// entry ([`entry_per_type`], [`Alone`]) bf16 activations take it (bf16 weights and
+/// entry ([`Alone`]) bf16 activations take it (bf16 weights and
 /// wgmmas), the others the main one; elsewhere one entry takes every format.
 pub const fn entries_of(tile: u32, a_format: AFormat) -> [&'static str; 3] {
     let [prepare, gemm, reduce] = entries_f16(tile);
@@ -2228,8 +2220,7 @@ pub const fn entries_of(tile: u32, a_format: AFormat) -> [&'static str; 3] {
     }
 }
 
-/// The bf16 GEMM entry of tiles of key `tile`, if they have one ([`entry_per_type`],
-/// [`Alone`]).
+/// The bf16 GEMM entry of tiles of key `tile`, if they have one (on [`Alone`]).
 const fn gemm_bf16_entry(tile: u32) -> Option<&'static str> {
     match tile {
         Wide::TILE => Some("nvfp4_gemm_sm90v2_wide_bf16"),
@@ -2239,9 +2230,7 @@ const fn gemm_bf16_entry(tile: u32) -> Option<&'static str> {
         _ => None,
     }
 }
-// `entry_per_type` is the kernels' test, the names are the host's: a tile kind with an
-// entry per type has a bf16 entry. (The kernels keep their own plain comparison: deriving
-// it from the names changed the wide entries' SASS, docs/perf-notes.md, session 30.)
+// A tile kind with an entry per type has a bf16 entry.
 const _: () = {
     let mut i = 0;
     while i < TILES.len() {
@@ -2289,6 +2278,6 @@ gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium => gemm::<ThinMedium, BothTypes>
 gemm_entry_point!(nvfp4_gemm_sm90v2_thin_medium_bf16 => gemm::<ThinMedium, Alone<Bf16>>);
 gemm_entry_point!(nvfp4_sm90v2_thin_medium_reduce => reduce::<ThinMedium>);
 gemm_entry_point!(nvfp4_sm90v2_wide_prepare => prepare::<Wide>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide, F16>);
-gemm_entry_point!(nvfp4_gemm_sm90v2_wide_bf16 => gemm::<Wide, Bf16>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_wide => gemm::<Wide, Alone<F16>>);
+gemm_entry_point!(nvfp4_gemm_sm90v2_wide_bf16 => gemm::<Wide, Alone<Bf16>>);
 gemm_entry_point!(nvfp4_sm90v2_wide_reduce => reduce::<Wide>);
