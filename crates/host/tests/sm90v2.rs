@@ -325,6 +325,9 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("128x4096x7168", 4, 32, 128),
         ("128x7168x2048", 1, 0, 112),   // 112 thin tiles: one wave, none split
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
+        ("256x7168x2048", 1, 0, 112),   // 112 128-row tiles, one wave (56 wide ones would split)
+        ("512x4096x7168", 1, 0, 128),   // 128 128-row tiles of 112 stages (wide: 64 x 2)
+        ("256x7168x16384", 2, 56, 112), // 56 wide tiles split in two: 256 stages is too long
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
         ("256x33536x7168", 1, 0, 262),  // 262: the last wave 130 of 132 full, not split
@@ -340,7 +343,9 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
 /// call in which no SM would walk more than `SHORT_MAX_STAGES` stages of them runs on thin
 /// tiles (64 weight rows: 64 rows at M = 17..64, 128 at M = 65..128), and at M = 17..64
 /// every other call in which none would walk more than that many of narrow 64-row tiles
-/// (128 weight rows) on those.
+/// (128 weight rows) on those; and above M = 128, every call whose wide tiles would split K
+/// while 128-row tiles make one wave of unsplit tiles of at most `ONE_WAVE_MAX_STAGES`
+/// stages on those.
 #[test]
 fn tile_heights_follow_m() {
     for (shape, want) in [
@@ -360,8 +365,14 @@ fn tile_heights_follow_m() {
         ("128x7168x16384", "nvfp4_gemm_sm90v2"),
         ("300x7168x2048", "nvfp4_gemm_sm90v2"), // 300 = 256 + 44: a second wide tile would be 17 % full
         ("384x7168x2048", "nvfp4_gemm_sm90v2"),
-        ("512x7168x2048", "nvfp4_gemm_sm90v2_wide"),
+        ("512x7168x2048", "nvfp4_gemm_sm90v2_wide"), // 224 128-row tiles: two waves
         ("2304x4608x7168", "nvfp4_gemm_sm90v2_wide"),
+        ("256x7168x2048", "nvfp4_gemm_sm90v2"), // wide: 56 tiles x 2 splits; 128-row: 112, one wave
+        ("512x4096x7168", "nvfp4_gemm_sm90v2"), // 128 tiles of 112 stages
+        ("200x7168x4096", "nvfp4_gemm_sm90v2"), // two 128-row tiles per 128 weight rows: 112, 64 stages
+        ("256x7168x16384", "nvfp4_gemm_sm90v2_wide"), // 256 stages: the split wide tiles win
+        ("256x4096x7168", "nvfp4_gemm_sm90v2_wide"), // 64 128-row tiles would split too
+        ("256x16896x7168", "nvfp4_gemm_sm90v2_wide"), // 132 wide tiles: one wave, none split
     ] {
         assert_eq!(gemm_entry(shape), want, "{shape}");
     }
@@ -409,6 +420,28 @@ fn any_sm_count_gives_the_exact_result_under_emulation() {
         let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{sms} SMs: {e}"));
         let c = compare(p.shape, &run.c, &want);
         assert!(c.bit_exact && unwritten(&run.c) == 0, "{sms} SMs: {c}");
+    }
+}
+
+/// Above M = 128, a call whose wide tiles would split K (on 8 SMs: 4 tiles x 2 splits) runs
+/// on one wave of 128-row tiles instead (8 tiles of 16 stages, no split, no reduce launch),
+/// with NVFP4 and bf16 activations: the exact result.
+#[test]
+fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
+    let (shape, sms) = ("256x512x1024", 8);
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    assert_eq!(sm90v2::Plan::on(sm90v2::Wide::TILE, s.m, s.n, s.k, s.l, sms).splits(), 2);
+    for (format, gemm) in [(AFormat::Nvfp4, "nvfp4_gemm_sm90v2"), (AFormat::Bf16, "nvfp4_gemm_sm90v2_bf16")] {
+        let steps = Kernel::Sm90v2.steps(s, sms, format);
+        let entries: Vec<&str> = steps.iter().map(|step| step.entry).collect();
+        assert_eq!(entries, ["nvfp4_sm90v2_prepare", gemm], "{format:?}");
+        let p = match format {
+            AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, 11),
+            _ => host::generate::generate_w4a16(s, Distribution::GpuMode, 11, format),
+        };
+        let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let c = compare(s, &run.c, &reference(&p));
+        assert!(c.bit_exact && unwritten(&run.c) == 0, "{format:?}: {c}");
     }
 }
 

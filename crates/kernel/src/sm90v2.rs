@@ -174,7 +174,10 @@
 //! 18.) Wide tiles are chosen only when they pad M no more than 128-row tiles do (the last
 //! 256-row tile more than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512
 //! rows where three 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us
-//! at 384x7168x2304).
+//! at 384x7168x2304). Nor where they would split K while 128-row tiles make one wave of
+//! unsplit tiles of at most [`ONE_WAVE_MAX_STAGES`] stages ([`Plan::new`]): there the
+//! partials' stores and the reduce launch cost more than the second conversion of each
+//! weight (256x7168x2048 22.1-22.3 us against 29.0 on wide tiles, session 32).
 //!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
@@ -294,6 +297,16 @@ pub const DECODE_MAX_M: u32 = 16;
 pub const MEDIUM_MAX_M: u32 = 64;
 /// M up to this runs on 128-row tiles, above it on wide ones where they fit ([`rows_for`]).
 pub const PREFILL_MAX_M: u32 = 128;
+/// Above [`PREFILL_MAX_M`], a call whose wide tiles would split K runs on 128-row tiles
+/// instead where those make one wave of unsplit tiles of at most this many stages
+/// ([`Plan::new`]): each SM then walks a whole tile of K against half of one on wide tiles,
+/// but converts each weight for 128 activation rows instead of 256, and neither stores
+/// partials nor waits for a reduce launch (wide tiles' split costs 7-8 us there). On an
+/// H100 (docs/perf-notes.md, session 32), wide then 128-row tiles: 256x7168x2048 (32
+/// stages) 29.0 → 22.1-22.3 us, 512x4096x2048 (32) 29.8-30.0 → 22.8-23.3, 256x7168x4096 (64)
+/// 38.3-38.5 → 33.8-33.9, 512x4096x7168 (112) 55.1-55.2 → 52.4-52.6 (bf16 W4A16 56.6-56.8
+/// against 56.7-56.9); but 256x7168x16384 (256) 95.9-96.1 → 100.8-101.0.
+pub const ONE_WAVE_MAX_STAGES: u32 = 112;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
@@ -1015,7 +1028,8 @@ const REGION_ALIGN: u64 = 256;
 /// medium tiles up to [`MEDIUM_MAX_M`], prefill tiles up to [`PREFILL_MAX_M`]; above, wide
 /// tiles unless they would pad M to more rows than prefill tiles do (M mod 256 in 1..=128:
 /// one wide tile would be at most half full). [`Plan::new`] may take narrow or thin tiles
-/// instead.
+/// instead, or above M = 128 prefill tiles where wide ones would split K
+/// ([`ONE_WAVE_MAX_STAGES`]).
 pub const fn rows_for(m: u32) -> u32 {
     let wide_tail = m % Wide::ROWS;
     if m <= DECODE_MAX_M {
@@ -1089,9 +1103,18 @@ impl Plan {
     /// walks more than [`SHORT_MAX_STAGES`] stages of them) on thin tiles ([`Thin`] at M =
     /// 65..128, [`ThinMedium`] at M = 17..64), else at M = 17..64 on narrow ones
     /// ([`Narrow`]) under the same bound. (At M = 65..128 narrow tiles would make the same
-    /// tiles as thin ones and convert each weight twice.)
+    /// tiles as thin ones and convert each weight twice.) Above M = 128, where wide tiles
+    /// would split K, on 128-row tiles if those make one wave of unsplit tiles of at most
+    /// [`ONE_WAVE_MAX_STAGES`] stages.
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
         let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
+        if by_m.tile == Wide::TILE {
+            let prefill = Plan::on(Prefill::TILE, m, n, k, l, sms);
+            let one_wave = prefill.splits() == 1 && prefill.ctas() <= prefill.wave();
+            if by_m.splits() > 1 && one_wave && k_stages(k) <= ONE_WAVE_MAX_STAGES {
+                return prefill;
+            }
+        }
         if m <= DECODE_MAX_M || m > PREFILL_MAX_M {
             return by_m;
         }
