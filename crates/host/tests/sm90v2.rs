@@ -344,8 +344,8 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
 /// tiles (64 weight rows: 64 rows at M = 17..64, 128 at M = 65..128), and at M = 17..64
 /// every other call in which none would walk more than that many of narrow 64-row tiles
 /// (128 weight rows) on those; and above M = 128, every call whose wide tiles would split K
-/// while 128-row tiles make one wave of unsplit tiles of at most `ONE_WAVE_MAX_STAGES`
-/// stages on those.
+/// while 128-row tiles make one wave of unsplit tiles that the cost model of
+/// `ONE_WAVE_MAX_STAGES` predicts no slower, on those.
 #[test]
 fn tile_heights_follow_m() {
     for (shape, want) in [
@@ -373,6 +373,10 @@ fn tile_heights_follow_m() {
         ("256x7168x16384", "nvfp4_gemm_sm90v2_wide"), // 256 stages: the split wide tiles win
         ("256x4096x7168", "nvfp4_gemm_sm90v2_wide"), // 64 128-row tiles would split too
         ("256x16896x7168", "nvfp4_gemm_sm90v2_wide"), // 132 wide tiles: one wave, none split
+        ("256x4352x2048", "nvfp4_gemm_sm90v2"), // wide: 34 tiles x 3 splits; 32 stages
+        ("256x5632x2048", "nvfp4_gemm_sm90v2"), // wide: 44 x 3
+        ("256x4352x4096", "nvfp4_gemm_sm90v2_wide"), // 64 stages against 22 (x 3)
+        ("512x2560x4096", "nvfp4_gemm_sm90v2_wide"), // the same split three ways
     ] {
         assert_eq!(gemm_entry(shape), want, "{shape}");
     }

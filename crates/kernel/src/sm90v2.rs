@@ -175,9 +175,9 @@
 //! 256-row tile more than half full, [`rows_for`]): at M = 384 two wide tiles multiply 512
 //! rows where three 128-row tiles multiply 384, and measured slower (43.3 against 41.1 us
 //! at 384x7168x2304). Nor where they would split K while 128-row tiles make one wave of
-//! unsplit tiles of at most [`ONE_WAVE_MAX_STAGES`] stages ([`Plan::new`]): there the
+//! unsplit tiles that a cost model predicts no slower ([`ONE_WAVE_MAX_STAGES`]): there the
 //! partials' stores and the reduce launch cost more than the second conversion of each
-//! weight (256x7168x2048 22.1-22.3 us against 29.0 on wide tiles, session 32).
+//! weight (256x7168x2048 22.4-22.7 us against 29.1-29.3 on wide tiles, session 32).
 //!
 //! **W4A16.** With 16-bit activations (fp16 or bf16, `GemmArgs::a_format`) the prologue
 //! only lays them out in the same images; the weights are dequantized as above, and with
@@ -297,16 +297,27 @@ pub const DECODE_MAX_M: u32 = 16;
 pub const MEDIUM_MAX_M: u32 = 64;
 /// M up to this runs on 128-row tiles, above it on wide ones where they fit ([`rows_for`]).
 pub const PREFILL_MAX_M: u32 = 128;
-/// Above [`PREFILL_MAX_M`], a call whose wide tiles would split K runs on 128-row tiles
-/// instead where those make one wave of unsplit tiles of at most this many stages
-/// ([`Plan::new`]): each SM then walks a whole tile of K against half of one on wide tiles,
-/// but converts each weight for 128 activation rows instead of 256, and neither stores
-/// partials nor waits for a reduce launch (wide tiles' split costs 7-8 us there). On an
-/// H100 (docs/perf-notes.md, session 32), wide then 128-row tiles: 256x7168x2048 (32
-/// stages) 29.0 → 22.1-22.3 us, 512x4096x2048 (32) 29.8-30.0 → 22.8-23.3, 256x7168x4096 (64)
-/// 38.3-38.5 → 33.8-33.9, 512x4096x7168 (112) 55.1-55.2 → 52.4-52.6 (bf16 W4A16 56.6-56.8
-/// against 56.7-56.9); but 256x7168x16384 (256) 95.9-96.1 → 100.8-101.0.
+/// Above [`PREFILL_MAX_M`], a call whose wide tiles would split K may run on one wave of
+/// unsplit 128-row tiles instead ([`Plan::new`]): each SM then walks all the K stages of a
+/// tile where on wide tiles it walks a split's share, each of its stages is cheaper (the
+/// same weights converted for 128 activation rows instead of 256), and no partials are
+/// stored or summed by a reduce launch. The cost model, from host rows on an H100
+/// (docs/perf-notes.md, session 32: lines through 256x7168xK and 256x4352xK): a wide stage
+/// costs [`WIDE_STAGE_QUARTERS`] / 4 of a 128-row one, and the split ~[`SPLIT_COST_STAGES`]
+/// 128-row stages (~7 us); the 128-row tiles are taken where that predicts them no slower,
+/// with at most [`ONE_WAVE_MAX_STAGES`] stages. Wide then 128-row tiles, wide split in two:
+/// 256x7168x2048 (32 stages) 29.1-29.3 → 22.4-22.7 us, 256x7168x4096 (64) 38.3-38.5 →
+/// 33.8-33.9, 512x4096x7168 (112) 55.1-55.2 → 52.4-52.6 (bf16 W4A16 56.6-56.8 against
+/// 56.7-56.9), but 256x7168x16384 (256) 95.9-96.1 → 100.8-101.0; in three: 256x4352x1024
+/// (16) 20.1 → 16.1-16.3, 256x4352x2048 (32) 24.0-24.3 → 21.3-21.6, 256x5632x2048 (32)
+/// 26.2-26.3 → 21.7-22.0, but 256x4352x4096 (64) 30.5-30.7 → 33.3-33.9 and 256x4352x7168
+/// (112) 40.2-40.4 → 49.8-50.1.
 pub const ONE_WAVE_MAX_STAGES: u32 = 112;
+/// A wide tile's stage (256 activation rows) in quarters of a 128-row tile's stage (0.62
+/// against 0.35 us per CTA on an H100, session 32), and the split K's partials and reduce
+/// launch in 128-row stages (~7 us), for [`Plan::new`]'s choice above M = 128.
+const WIDE_STAGE_QUARTERS: u32 = 7;
+const SPLIT_COST_STAGES: u32 = 20;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
 /// k16 steps per stage.
@@ -1104,14 +1115,18 @@ impl Plan {
     /// 65..128, [`ThinMedium`] at M = 17..64), else at M = 17..64 on narrow ones
     /// ([`Narrow`]) under the same bound. (At M = 65..128 narrow tiles would make the same
     /// tiles as thin ones and convert each weight twice.) Above M = 128, where wide tiles
-    /// would split K, on 128-row tiles if those make one wave of unsplit tiles of at most
-    /// [`ONE_WAVE_MAX_STAGES`] stages.
+    /// would split K, on 128-row tiles if those make one wave of unsplit tiles predicted no
+    /// slower ([`ONE_WAVE_MAX_STAGES`]).
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
         let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
-        if by_m.tile == Wide::TILE {
+        if by_m.tile == Wide::TILE && by_m.splits() > 1 {
             let prefill = Plan::on(Prefill::TILE, m, n, k, l, sms);
             let one_wave = prefill.splits() == 1 && prefill.ctas() <= prefill.wave();
-            if by_m.splits() > 1 && one_wave && k_stages(k) <= ONE_WAVE_MAX_STAGES {
+            // In 128-row stages (quarters): a whole tile's against a wide split's, plus the
+            // split's partials and reduce.
+            let (stages, split_stages) = (k_stages(k), k_stages(k).div_ceil(by_m.splits()));
+            let no_slower = 4 * stages <= WIDE_STAGE_QUARTERS * split_stages + 4 * SPLIT_COST_STAGES;
+            if one_wave && no_slower && stages <= ONE_WAVE_MAX_STAGES {
                 return prefill;
             }
         }
