@@ -968,7 +968,8 @@ tile_rows!(
     both blocks: mma_async_rs_m64n256, mma_async_rs_bf16_m64n256
 );
 tile_rows!(
-    /// 128-row tiles, for M from 65 to 128 (and above, where wide tiles would pad more):
+    /// 128-row tiles, for M from 65 to 128 (and above, where wide tiles would pad more, or
+    /// would split K where one wave of these is no slower, [`ONE_WAVE_MAX_STAGES`]):
     /// 128 weight rows, each warpgroup's 64 multiplied by both 64-row halves of the
     /// activations at once (one `wgmma m64n128k16` per k16 step, see [`Rows::mma_blocks`]).
     Prefill, 128, 32, 8, mma_async_rs_m64n64, mma_async_rs_bf16_m64n64,
