@@ -303,7 +303,7 @@ pub const PREFILL_MAX_M: u32 = 128;
 /// same weights converted for 128 activation rows instead of 256), and no partials are
 /// stored or summed by a reduce launch. The cost model, from host rows on an H100
 /// (docs/perf-notes.md, session 32: lines through 256x7168xK and 256x4352xK): a wide stage
-/// costs [`WIDE_STAGE_QUARTERS`] / 4 of a 128-row one, and the split ~[`SPLIT_COST_STAGES`]
+/// costs `WIDE_STAGE_QUARTERS` / 4 of a 128-row one, and the split ~`SPLIT_COST_STAGES`
 /// 128-row stages (~7 us); the 128-row tiles are taken where that predicts them no slower,
 /// with at most [`ONE_WAVE_MAX_STAGES`] stages. Wide then 128-row tiles, wide split in two:
 /// 256x7168x2048 (32 stages) 29.1-29.3 → 22.4-22.7 us, 256x7168x4096 (64) 38.3-38.5 →
