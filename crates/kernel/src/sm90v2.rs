@@ -305,7 +305,7 @@ pub const PREFILL_MAX_M: u32 = 128;
 /// (docs/perf-notes.md, session 32: lines through 256x7168xK and 256x4352xK): a wide stage
 /// costs `WIDE_STAGE_QUARTERS` / 4 of a 128-row one, and the split ~`SPLIT_COST_STAGES`
 /// 128-row stages (~7 us); the 128-row tiles are taken where that predicts them no slower,
-/// with at most [`ONE_WAVE_MAX_STAGES`] stages. Wide then 128-row tiles, wide split in two:
+/// up to this many stages. Wide then 128-row tiles, wide split in two:
 /// 256x7168x2048 (32 stages) 29.1-29.3 → 22.4-22.7 us, 256x7168x4096 (64) 38.3-38.5 →
 /// 33.8-33.9, 512x4096x7168 (112) 55.1-55.2 → 52.4-52.6 (bf16 W4A16 56.6-56.8 against
 /// 56.7-56.9), but 256x7168x16384 (256) 95.9-96.1 → 100.8-101.0; in three: 256x4352x1024
