@@ -1123,11 +1123,11 @@ impl Plan {
         if by_m.tile == Wide::TILE && by_m.splits() > 1 {
             let prefill = Plan::on(Prefill::TILE, m, n, k, l, sms);
             let one_wave = prefill.splits() == 1 && prefill.ctas() <= prefill.wave();
-            // In 128-row stages (quarters): a whole tile's against a wide split's, plus the
-            // split's partials and reduce.
-            let (stages, split_stages) = (k_stages(k), k_stages(k).div_ceil(by_m.splits()));
-            let no_slower = 4 * stages <= WIDE_STAGE_QUARTERS * split_stages + 4 * SPLIT_COST_STAGES;
-            if one_wave && no_slower && stages <= ONE_WAVE_MAX_STAGES {
+            // What the busiest SM walks, in 128-row stages (quarters): a whole tile against a
+            // wide split, plus the split's partials and reduce.
+            let (whole, split) = (prefill.busiest_sm_stages(), by_m.busiest_sm_stages());
+            let no_slower = 4 * whole <= WIDE_STAGE_QUARTERS * split + 4 * SPLIT_COST_STAGES;
+            if one_wave && no_slower && whole <= ONE_WAVE_MAX_STAGES {
                 return prefill;
             }
         }
@@ -1572,10 +1572,10 @@ impl Loops for BothTypes {
 /// Whether tiles of key `tile` have an entry point per operand type, both on [`Alone`],
 /// rather than one with both loops (prefill and thin tiles have one with both loops and a
 /// bf16 one). The host's map from tile kinds to entries and bodies; the kernels' test is
-/// [`Element::ALONE`]. ptxas allocates registers and schedules a whole entry at once, so the two loops in one
-/// entry shape each other's code. On an H100 (docs/perf-notes.md, session 30) wide tiles
-/// ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1 us,
-/// bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
+/// [`Element::ALONE`]. ptxas allocates registers and schedules a whole entry at once, so
+/// the two loops in one entry shape each other's code. On an H100 (docs/perf-notes.md,
+/// session 30) wide tiles ran faster apart (2304x4608x7168 214.3-214.4 against 217.5-218.1
+/// us, bf16 W4A16, with its pairs a stage apart, 224.0-224.1 against 229.1-230.3) while
 /// 128-row tiles' fp16 loop ran slower alone (128x7168x16384 60.9-61.8 against
 /// 60.1-61.0, fp16 W4A16 62.3-62.7 against 61.3-61.5).
 pub const fn entry_per_type(tile: u32) -> bool {
