@@ -332,7 +332,11 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
         ("256x33536x7168", 1, 0, 262),  // 262: the last wave 130 of 132 full, not split
         ("256x17152x448", 1, 0, 134),   // 7 stages: too few to split
-        ("1x67840x512", 2, 1, 266),     // decode tiles, two per SM: 265 tiles, 1 left over
+        // A wave of wide tiles more than half full, with long K: 3 splits over two waves.
+        ("512x4608x16384", 3, 72, 216),
+        ("1024x2112x16384", 3, 68, 204),
+        ("512x4608x7168", 1, 0, 72), // 112 stages: the partials would cost what the split saves
+        ("1x67840x512", 2, 1, 266),  // decode tiles, two per SM: 265 tiles, 1 left over
     ];
     check_decomposition(SMS, &cases);
 }
@@ -442,6 +446,27 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
         let p = match format {
             AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, 11),
             _ => host::generate::generate_w4a16(s, Distribution::GpuMode, 11, format),
+        };
+        let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let c = compare(s, &run.c, &reference(&p));
+        assert!(c.bit_exact && unwritten(&run.c) == 0, "{format:?}: {c}");
+    }
+}
+
+/// A wave of wide tiles more than half full (on 8 SMs, 5 tiles) with enough stages splits
+/// every tile three ways over two waves (15 CTAs), with NVFP4 and bf16 activations: the
+/// exact result.
+#[test]
+fn a_wave_of_wide_tiles_more_than_half_full_splits_over_two_waves_under_emulation() {
+    let (shape, sms) = ("256x640x4096", 8);
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    assert_eq!((sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]), (3, 15));
+    for format in [AFormat::Nvfp4, AFormat::Bf16] {
+        let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
+        assert_eq!(entries.last(), Some(&"nvfp4_sm90v2_wide_reduce"), "{format:?}");
+        let p = match format {
+            AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, 12),
+            _ => host::generate::generate_w4a16(s, Distribution::GpuMode, 12, format),
         };
         let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
         let c = compare(s, &run.c, &reference(&p));

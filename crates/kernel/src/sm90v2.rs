@@ -100,7 +100,9 @@
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of the three M =
-//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
+//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles (and
+//! where a single wave of wide tiles is more than half full but K is long, each of those,
+//! over several waves, where a cost model predicts it faster), each
 //! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
 //! register order (16-byte stores, contiguous across the 256 consumer threads). A third launch,
 //! one thread per 4 accumulators of every split tile, sums the splits in split order (the
@@ -1029,6 +1031,13 @@ const _: () = assert!(
 );
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
+/// What splitting wide tiles over several waves costs ([`Plan::multi_wave_splits`]), in
+/// wide stages (~0.7 us on an H100): the reduce launch, and the partials' stores and sum,
+/// 128 KiB each (fitted to docs/perf-notes.md, session 33: 216 partials of 72 tiles cost
+/// ~30 stages); and the share of the whole tiles' stages a split must beat.
+const WIDE_REDUCE_STAGES: u32 = 4;
+const WIDE_PARTIALS_PER_STAGE: u32 = 8;
+const WIDE_SPLIT_MARGIN_EIGHTHS: u32 = 7;
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
     block_n(tile) * rows_of(tile) * F32_BYTES
@@ -1066,7 +1075,11 @@ pub const fn rows_for(m: u32) -> u32 {
 /// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
 /// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3); 2304x4608x7168's 324
-/// tiles run as two whole waves of 132 and 60 tiles split in two.
+/// tiles run as two whole waves of 132 and 60 tiles split in two. One wave of wide tiles
+/// more than half full splits too where a cost model predicts several waves of splits
+/// faster (`Plan::multi_wave_splits`: with long K, e.g. 512x4608x16384's 72 tiles x 3
+/// over two waves, 165.7-166.4 → 142.1-142.2 us on an H100, docs/perf-notes.md, session
+/// 33).
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
 }
@@ -1174,11 +1187,42 @@ impl Plan {
         let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
         let cap = if self.tile == Decode::TILE { MAX_DECODE_SPLITS } else { MAX_SPLITS };
         if tail == 0 || 2 * tail > wave || by_stages < 2 {
-            return 1;
+            // A wave of wide tiles more than half full may still split, over several waves.
+            let multi_wave = self.tile == Wide::TILE && tail == self.tiles() && 2 * tail > wave;
+            return if multi_wave { self.multi_wave_splits() } else { 1 };
         }
         let by_wave = wave / tail;
         let s = if by_wave < by_stages { by_wave } else { by_stages };
         if s < cap { s } else { cap }
+    }
+
+    /// Splits of a wave of wide tiles more than half full: one wave of whole tiles leaves
+    /// the other SMs idle, while s splits of every tile make ⌈tiles·s / wave⌉ waves of
+    /// ⌈stages / s⌉ stages, plus the partials' stores and sum (`WIDE_REDUCE_STAGES`,
+    /// `WIDE_PARTIALS_PER_STAGE`). The s that this predicts fastest, if it beats 7/8 of the
+    /// whole tiles' stages (`WIDE_SPLIT_MARGIN_EIGHTHS`), else 1. On an H100
+    /// (docs/perf-notes.md, session 33), three splits: 512x4608x16384 165.7-166.4 →
+    /// 142.1-142.2 us, 256x10240x16384 162.4-163.4 → 140.6-140.7, 1024x2112x16384
+    /// 174.9-175.6 → 148.5-148.7, 512x4608x14336 147.2-147.9 → 129.1-129.4; but with 112
+    /// stages, which the model now leaves whole, 512x4608x7168 80.1-80.8 → 82.0-82.7,
+    /// 256x10240x8192 88.7-89.7 → 90.8-91.6, and the whole tiles, on fewer SMs than a wave,
+    /// walk their stages faster than a full wave's (hence the margin).
+    const fn multi_wave_splits(&self) -> u32 {
+        let (tiles, wave, stages) = (self.tiles(), self.wave(), k_stages(self.k));
+        // Whole tiles on fewer SMs than a wave walk their stages faster (less L2 traffic
+        // beside them): a split must be predicted this much faster.
+        let whole = stages * WIDE_SPLIT_MARGIN_EIGHTHS / 8;
+        let (mut best, mut best_stages, mut s) = (1, whole, 2);
+        while s <= MAX_SPLITS && stages / s >= MIN_STAGES_PER_SPLIT {
+            let ctas = tiles * s;
+            let predicted =
+                ctas.div_ceil(wave) * stages.div_ceil(s) + WIDE_REDUCE_STAGES + ctas / WIDE_PARTIALS_PER_STAGE;
+            if predicted < best_stages {
+                (best, best_stages) = (s, predicted);
+            }
+            s += 1;
+        }
+        best
     }
 
     /// [`split_tiles`].
