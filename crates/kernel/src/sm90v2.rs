@@ -317,8 +317,11 @@ pub const PREFILL_MAX_M: u32 = 128;
 pub const ONE_WAVE_MAX_STAGES: u32 = 112;
 /// A wide tile's stage (256 activation rows) in quarters of a 128-row tile's stage (0.62
 /// against 0.35 us per CTA on an H100, session 32), and the split K's partials and reduce
-/// launch in 128-row stages (~7 us), for [`Plan::new`]'s choice above M = 128.
+/// launch in 128-row stages (~7 us), for [`Plan::new`]'s choice above M = 128 (host code,
+/// as `Plan::new`).
+#[cfg(not(target_arch = "nvptx64"))]
 const WIDE_STAGE_QUARTERS: u32 = 7;
+#[cfg(not(target_arch = "nvptx64"))]
 const SPLIT_COST_STAGES: u32 = 20;
 /// K values per stage: one 128-byte swizzle row of fp16 per activation row.
 pub const BLOCK_K: u32 = K_GRANULE;
@@ -1080,23 +1083,27 @@ pub const fn rows_for(m: u32) -> u32 {
 /// faster (`Plan::multi_wave_splits`: with long K, e.g. 512x4608x16384's 72 tiles x 3
 /// over two waves, 165.7-166.4 → 142.1-142.2 us on an H100, docs/perf-notes.md, session
 /// 33).
+#[cfg(not(target_arch = "nvptx64"))]
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
 }
 
 /// How many tiles split their K stages (see [`splits`]): the last ones in unit order.
+#[cfg(not(target_arch = "nvptx64"))]
 pub const fn split_tiles(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).split_tiles()
 }
 
 /// Workspace: the prepared activations, then one f32 partial per split of every split
 /// tile. Every launch writes what it reads: nothing needs to stay zero.
+#[cfg(not(target_arch = "nvptx64"))]
 pub const fn workspace_bytes(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u64 {
     Plan::new(m, n, k, l, sms).workspace_bytes()
 }
 
 /// The main kernel's launch: one CTA per work unit (a whole tile, or one split of a split
 /// tile).
+#[cfg(not(target_arch = "nvptx64"))]
 pub const fn launch(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Launch {
     Plan::new(m, n, k, l, sms).launch()
 }
@@ -1131,6 +1138,12 @@ impl Plan {
     /// tiles as thin ones and convert each weight twice.) Above M = 128, where wide tiles
     /// would split K, on 128-row tiles if those make one wave of unsplit tiles predicted no
     /// slower ([`ONE_WAVE_MAX_STAGES`]).
+    ///
+    /// (Host code, as the free functions above that call it: kernel threads rebuild their
+    /// plan with [`Plan::on`]. In the PTX these would be functions no kernel calls, and
+    /// once LLVM stopped inlining every method they call into them (session 33's split
+    /// rule), their plans went to local memory.)
+    #[cfg(not(target_arch = "nvptx64"))]
     pub const fn new(m: u32, n: u32, k: u32, l: u32, sms: u32) -> Plan {
         let by_m = Plan::on(rows_for(m), m, n, k, l, sms);
         if by_m.tile == Wide::TILE && by_m.splits() > 1 {
@@ -1157,7 +1170,8 @@ impl Plan {
     }
 
     /// Stages the busiest SM walks: its waves of CTAs times a CTA's stages (a whole
-    /// tile's, or where every tile is split, a split's).
+    /// tile's, or where every tile is split, a split's). (Host code, as `Plan::new`.)
+    #[cfg(not(target_arch = "nvptx64"))]
     const fn busiest_sm_stages(&self) -> u32 {
         let stages = k_stages(self.k);
         let per_cta = if self.split_tiles() < self.tiles() { stages } else { stages.div_ceil(self.splits()) };
