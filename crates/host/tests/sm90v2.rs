@@ -431,6 +431,18 @@ fn any_sm_count_gives_the_exact_result_under_emulation() {
     }
 }
 
+/// The call on `shape` with A in `format` (NVFP4, or 16-bit: W4A16), decomposed for `sms`
+/// SMs, under emulation: bit-exact against the reference, every output written.
+fn check_format_on(shape: &str, format: AFormat, seed: u64, sms: u32) {
+    let p = match format {
+        AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, seed),
+        _ => host::generate::generate_w4a16(shape.parse().unwrap(), Distribution::GpuMode, seed, format),
+    };
+    let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    let c = compare(p.shape, &run.c, &reference(&p));
+    assert!(c.bit_exact && unwritten(&run.c) == 0, "{format:?}: {c}");
+}
+
 /// Above M = 128, a call whose wide tiles would split K (on 8 SMs: 4 tiles x 2 splits) runs
 /// on one wave of 128-row tiles instead (8 tiles of 16 stages, no split, no reduce launch),
 /// with NVFP4 and bf16 activations: the exact result.
@@ -443,13 +455,7 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
         let steps = Kernel::Sm90v2.steps(s, sms, format);
         let entries: Vec<&str> = steps.iter().map(|step| step.entry).collect();
         assert_eq!(entries, ["nvfp4_sm90v2_prepare", gemm], "{format:?}");
-        let p = match format {
-            AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, 11),
-            _ => host::generate::generate_w4a16(s, Distribution::GpuMode, 11, format),
-        };
-        let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
-        let c = compare(s, &run.c, &reference(&p));
-        assert!(c.bit_exact && unwritten(&run.c) == 0, "{format:?}: {c}");
+        check_format_on(shape, format, 11, sms);
     }
 }
 
@@ -464,13 +470,7 @@ fn a_wave_of_wide_tiles_more_than_half_full_splits_over_two_waves_under_emulatio
     for format in [AFormat::Nvfp4, AFormat::Bf16] {
         let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
         assert_eq!(entries.last(), Some(&"nvfp4_sm90v2_wide_reduce"), "{format:?}");
-        let p = match format {
-            AFormat::Nvfp4 => problem(shape, Distribution::GpuMode, 12),
-            _ => host::generate::generate_w4a16(s, Distribution::GpuMode, 12, format),
-        };
-        let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{format:?}: {e}"));
-        let c = compare(s, &run.c, &reference(&p));
-        assert!(c.bit_exact && unwritten(&run.c) == 0, "{format:?}: {c}");
+        check_format_on(shape, format, 12, sms);
     }
 }
 
