@@ -336,7 +336,11 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("512x4608x16384", 3, 72, 216),
         ("1024x2112x16384", 3, 68, 204),
         ("512x4608x7168", 1, 0, 72), // 112 stages: the partials would cost what the split saves
-        ("1x67840x512", 2, 1, 266),  // decode tiles, two per SM: 265 tiles, 1 left over
+        // The same for 128-row tiles.
+        ("128x10240x16384", 3, 80, 240),
+        ("259x3072x16384", 3, 72, 216),
+        ("128x10240x8192", 1, 0, 80),
+        ("1x67840x512", 2, 1, 266), // decode tiles, two per SM: 265 tiles, 1 left over
     ];
     check_decomposition(SMS, &cases);
 }
@@ -459,18 +463,20 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
     }
 }
 
-/// A wave of wide tiles more than half full (on 8 SMs, 5 tiles) with enough stages splits
-/// every tile three ways over two waves (15 CTAs), with NVFP4 and bf16 activations: the
-/// exact result.
+/// A wave of wide or 128-row tiles more than half full (on 8 SMs, 5 tiles) with enough
+/// stages splits every tile three ways over two waves (15 CTAs), with NVFP4 and bf16
+/// activations: the exact result.
 #[test]
-fn a_wave_of_wide_tiles_more_than_half_full_splits_over_two_waves_under_emulation() {
-    let (shape, sms) = ("256x640x4096", 8);
-    let s: nvfp4::Shape = shape.parse().unwrap();
-    assert_eq!((sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]), (3, 15));
-    for format in [AFormat::Nvfp4, AFormat::Bf16] {
-        let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
-        assert_eq!(entries.last(), Some(&"nvfp4_sm90v2_wide_reduce"), "{format:?}");
-        check_format_on(shape, format, 12, sms);
+fn a_wave_of_tiles_more_than_half_full_splits_over_two_waves_under_emulation() {
+    let sms = 8;
+    for (shape, reduce) in [("256x640x4096", "nvfp4_sm90v2_wide_reduce"), ("128x640x4096", "nvfp4_sm90v2_reduce")] {
+        let s: nvfp4::Shape = shape.parse().unwrap();
+        assert_eq!((sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]), (3, 15));
+        for format in [AFormat::Nvfp4, AFormat::Bf16] {
+            let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
+            assert_eq!(entries.last(), Some(&reduce), "{shape} {format:?}");
+            check_format_on(shape, format, 12, sms);
+        }
     }
 }
 

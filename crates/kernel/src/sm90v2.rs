@@ -101,8 +101,8 @@
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of the three M =
 //! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles (and
-//! where a single wave of wide tiles is more than half full but K is long, each of those,
-//! over several waves, where a cost model predicts it faster), each
+//! where a single wave of wide or 128-row tiles is more than half full but K is long, each
+//! of those, over several waves, where a cost model predicts it faster), each
 //! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
 //! register order (16-byte stores, contiguous across the 256 consumer threads). A third launch,
 //! one thread per 4 accumulators of every split tile, sums the splits in split order (the
@@ -1034,13 +1034,16 @@ const _: () = assert!(
 );
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
-/// What splitting wide tiles over several waves costs ([`Plan::multi_wave_splits`]), in
-/// wide stages (~0.7 us on an H100): the reduce launch, and the partials' stores and sum,
-/// 128 KiB each (fitted to docs/perf-notes.md, session 33: 216 partials of 72 tiles cost
-/// ~30 stages); and the share of the whole tiles' stages a split must beat.
-const WIDE_REDUCE_STAGES: u32 = 4;
-const WIDE_PARTIALS_PER_STAGE: u32 = 8;
-const WIDE_SPLIT_MARGIN_EIGHTHS: u32 = 7;
+/// What splitting one wave of tiles over several waves costs ([`Plan::multi_wave_splits`]),
+/// in stages of the tile (a wide stage ~0.7 us on an H100, a 128-row one ~0.4 us): the
+/// reduce launch (in wide stages), and the partials' stores and sum (128 KiB each on wide tiles, 64 KiB on
+/// 128-row ones, whose stages take about half as long), fitted to docs/perf-notes.md,
+/// session 33 (216 partials of 72 wide tiles cost ~30 stages); and the share of the whole
+/// tiles' stages a split must beat.
+const REDUCE_STAGES: u32 = 4;
+const PARTIALS_PER_STAGE: u32 = 8;
+const SPLIT_MARGIN_EIGHTHS: u32 = 7;
+const _: () = assert!(MAX_SPLITS == 8, "`multi_wave_splits`' `seq!` tries 2..=8 splits");
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
     block_n(tile) * rows_of(tile) * F32_BYTES
@@ -1078,11 +1081,12 @@ pub const fn rows_for(m: u32) -> u32 {
 /// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
 /// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3); 2304x4608x7168's 324
-/// tiles run as two whole waves of 132 and 60 tiles split in two. One wave of wide tiles
-/// more than half full splits too where a cost model predicts several waves of splits
-/// faster (`Plan::multi_wave_splits`: with long K, e.g. 512x4608x16384's 72 tiles x 3
-/// over two waves, 165.7-166.4 → 142.1-142.2 us on an H100, docs/perf-notes.md, session
-/// 33).
+/// tiles run as two whole waves of 132 and 60 tiles split in two. One wave of wide or
+/// 128-row tiles more than half full splits too where a cost model predicts several waves
+/// of splits faster (`Plan::multi_wave_splits`: with long K, e.g. 512x4608x16384's 72
+/// wide tiles x 3 over two waves, 165.7-166.4 → 142.1-142.2 us on an H100, session 33;
+/// 128x10240x16384's 80 128-row tiles x 3, 98.3-98.6 → 84.2-85.6 us, session 34;
+/// docs/perf-notes.md).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
@@ -1196,52 +1200,73 @@ impl Plan {
 
     /// [`splits`].
     pub const fn splits(&self) -> u32 {
-        let wave = self.wave();
-        let tail = self.tiles() % wave;
-        let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
-        let cap = if self.tile == Decode::TILE { MAX_DECODE_SPLITS } else { MAX_SPLITS };
-        if tail == 0 || 2 * tail > wave || by_stages < 2 {
-            // A wave of wide tiles more than half full may still split, over several waves.
-            let multi_wave = self.tile == Wide::TILE && tail == self.tiles() && 2 * tail > wave;
-            return if multi_wave { self.multi_wave_splits() } else { 1 };
-        }
-        let by_wave = wave / tail;
-        let s = if by_wave < by_stages { by_wave } else { by_stages };
-        if s < cap { s } else { cap }
-    }
-
-    /// Splits of a wave of wide tiles more than half full: one wave of whole tiles leaves
-    /// the other SMs idle, while s splits of every tile make ⌈tiles·s / wave⌉ waves of
-    /// ⌈stages / s⌉ stages, plus the partials' stores and sum (`WIDE_REDUCE_STAGES`,
-    /// `WIDE_PARTIALS_PER_STAGE`). The s that this predicts fastest, if it beats 7/8 of the
-    /// whole tiles' stages (`WIDE_SPLIT_MARGIN_EIGHTHS`), else 1. On an H100
-    /// (docs/perf-notes.md, session 33), three splits: 512x4608x16384 165.7-166.4 →
-    /// 142.1-142.2 us, 256x10240x16384 162.4-163.4 → 140.6-140.7, 1024x2112x16384
-    /// 174.9-175.6 → 148.5-148.7, 512x4608x14336 147.2-147.9 → 129.1-129.4; but with 112
-    /// stages, which the model now leaves whole, 512x4608x7168 80.1-80.8 → 82.0-82.7,
-    /// 256x10240x8192 88.7-89.7 → 90.8-91.6, and the whole tiles, on fewer SMs than a wave,
-    /// walk their stages faster than a full wave's (hence the margin).
-    const fn multi_wave_splits(&self) -> u32 {
-        let (tiles, wave, stages) = (self.tiles(), self.wave(), k_stages(self.k));
-        // Whole tiles on fewer SMs than a wave walk their stages faster (less L2 traffic
-        // beside them): a split must be predicted this much faster.
-        let whole = stages * WIDE_SPLIT_MARGIN_EIGHTHS / 8;
-        let (mut best, mut best_stages, mut s) = (1, whole, 2);
-        while s <= MAX_SPLITS && stages / s >= MIN_STAGES_PER_SPLIT {
-            let ctas = tiles * s;
-            let predicted =
-                ctas.div_ceil(wave) * stages.div_ceil(s) + WIDE_REDUCE_STAGES + ctas / WIDE_PARTIALS_PER_STAGE;
-            if predicted < best_stages {
-                (best, best_stages) = (s, predicted);
-            }
-            s += 1;
-        }
-        best
+        self.decomposition().0
     }
 
     /// [`split_tiles`].
     pub const fn split_tiles(&self) -> u32 {
-        if self.splits() == 1 { 0 } else { self.tiles() % self.wave() }
+        self.decomposition().1
+    }
+
+    /// ([`splits`], [`split_tiles`]) at once: a kernel thread takes both at its start, and
+    /// each runtime division by the SM count is a chain of ~20 dependent instructions there.
+    pub const fn decomposition(&self) -> (u32, u32) {
+        let (tiles, wave) = (self.tiles(), self.wave());
+        let tail = tiles % wave;
+        let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
+        let cap = if self.tile == Decode::TILE { MAX_DECODE_SPLITS } else { MAX_SPLITS };
+        if tail == 0 || 2 * tail > wave || by_stages < 2 {
+            // One wave of wide or 128-row tiles more than half full may still split, over
+            // several waves.
+            let one_wave_tiles = self.tile == Wide::TILE || self.tile == Prefill::TILE;
+            let s = if one_wave_tiles && tail == tiles && 2 * tail > wave { self.multi_wave_splits() } else { 1 };
+            return (s, if s == 1 { 0 } else { tiles });
+        }
+        let by_wave = wave / tail;
+        let s = if by_wave < by_stages { by_wave } else { by_stages };
+        (if s < cap { s } else { cap }, tail)
+    }
+
+    /// Splits of one wave of wide or 128-row tiles more than half full: one wave of whole
+    /// tiles leaves the other SMs idle, while s splits of every tile make ⌈tiles·s / wave⌉
+    /// waves of ⌈stages / s⌉ stages, plus the reduce launch (`REDUCE_STAGES`) and the
+    /// partials' stores and sum (`PARTIALS_PER_STAGE`). The s that this predicts fastest,
+    /// if it beats 7/8 of the whole tiles' stages (`SPLIT_MARGIN_EIGHTHS`), else 1. On an
+    /// H100 (docs/perf-notes.md, sessions 33-34), three splits: 512x4608x16384 165.7-166.4 →
+    /// 142.1-142.2 us, 256x10240x16384 162.4-163.4 → 140.6-140.7, 1024x2112x16384
+    /// 174.9-175.6 → 148.5-148.7, 512x4608x14336 147.2-147.9 → 129.1-129.4 on wide tiles;
+    /// 128x10240x16384 98.2-98.8 → 87.1-89.3, 128x9216x16384 97.9-99.4 → 85.7-87.7,
+    /// 259x3072x16384 104.4-105.9 → 89.0-91.5 on 128-row ones. With 112-128 stages, which
+    /// the model leaves whole, splits lost: 512x4608x7168 80.1-80.8 → 82.0-82.7,
+    /// 256x10240x8192 88.7-89.7 → 90.8-91.6, 128x10240x8192 55.0-55.5 → 58.0-59.4 (3
+    /// splits); and the whole tiles, on fewer SMs than a wave, walk their stages faster
+    /// than a full wave's (hence the margin).
+    #[allow(unused_assignments)] // the last unrolled step's `best_stages`
+    const fn multi_wave_splits(&self) -> u32 {
+        let (tiles, wave, stages) = (self.tiles(), self.wave(), k_stages(self.k));
+        // Whole tiles on fewer SMs than a wave walk their stages faster (less L2 traffic
+        // beside them): a split must be predicted this much faster.
+        let whole = stages * SPLIT_MARGIN_EIGHTHS / 8;
+        // The reduce launch takes about as long on either tile: twice the stages of 128 rows.
+        let reduce = if self.tile == Wide::TILE { REDUCE_STAGES } else { 2 * REDUCE_STAGES };
+        let (mut best, mut best_stages) = (1, whole);
+        // ⌈tiles·s / wave⌉, counted up as s grows (at most MAX_SPLITS steps in all) rather
+        // than divided by the runtime SM count; s is a literal in each unrolled step, so
+        // `stages / s` compiles to a multiply and a shift.
+        let mut waves = 1;
+        seq_macro::seq!(S in 2..=8 {
+            if stages / S >= MIN_STAGES_PER_SPLIT {
+                let ctas = tiles * S;
+                while waves * wave < ctas {
+                    waves += 1;
+                }
+                let predicted = waves * stages.div_ceil(S) + reduce + ctas / PARTIALS_PER_STAGE;
+                if predicted < best_stages {
+                    (best, best_stages) = (S, predicted);
+                }
+            }
+        });
+        best
     }
 
     /// CTAs of the main launch: one per whole tile, `splits` per split tile.
@@ -1366,13 +1391,14 @@ impl Problem {
         let n_tiles = args.n.div_ceil(block_n(R::TILE));
         let m_tiles = args.m.div_ceil(R::ROWS);
         let plan = Plan::on(R::TILE, args.m, args.n, args.k, args.l, args.sms);
+        let (splits, split_tiles) = plan.decomposition();
         Problem {
             args: *args,
             tile: R::TILE,
             n_tiles,
             m_tiles,
-            whole_tiles: plan.tiles() - plan.split_tiles(),
-            splits: plan.splits(),
+            whole_tiles: plan.tiles() - split_tiles,
+            splits,
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -1588,6 +1614,7 @@ fn store_pair<S: ImageSink>(image: S, r: u32, t: u32, i: u32, pair: u32) {
 /// (k4,k6), (k1,k3), (k5,k7) with the first in the low half, exactly as `pair` orders
 /// converted e2m1 values. Past M or past K: zeros.
 #[inline(always)]
+#[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
 fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l: u32, r: u32, t: u32) {
     let first = kb * BLOCK_K + t * SF_VECTOR; // this thread's first value of the row
     let mut v = [0u32; 2 * 4]; // the 16 values, two per word (even value low)
@@ -1597,14 +1624,16 @@ fn prepare_16bit_row<S: ImageSink>(args: &GemmArgs, image: S, m: u32, kb: u32, l
         let hi = memory::ld_global_cg_v4_b32(row + ((first + SF_VECTOR / 2) * F16_BYTES) as u64);
         v = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     }
-    for q in 0..2 {
-        let quad = [v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]];
+    // Unrolled: LLVM does not always unroll an iterator over `pairs`, and a runtime index
+    // puts the arrays in local memory.
+    seq_macro::seq!(Q in 0..2 {
+        let quad = [v[4 * Q], v[4 * Q + 1], v[4 * Q + 2], v[4 * Q + 3]];
         let pairs =
             if args.a_format == AFormat::Bf16.code() { Bf16::activations(quad) } else { F16::activations(quad) };
-        for (kind, pair) in pairs.into_iter().enumerate() {
-            store_pair(image, r, t, 4 * q as u32 + kind as u32, pair);
-        }
-    }
+        seq_macro::seq!(KIND in 0..4 {
+            store_pair(image, r, t, 4 * Q + KIND, pairs[KIND]);
+        });
+    });
 }
 
 // ---------------------------------------------------------------------------------------
