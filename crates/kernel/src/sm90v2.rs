@@ -1036,13 +1036,15 @@ const _: () = assert!(
 const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// What splitting one wave of tiles over several waves costs ([`Plan::multi_wave_splits`]),
 /// in stages of the tile (a wide stage ~0.7 us on an H100, a 128-row one ~0.4 us): the
-/// reduce launch (in wide stages), and the partials' stores and sum (128 KiB each on wide tiles, 64 KiB on
-/// 128-row ones, whose stages take about half as long), fitted to docs/perf-notes.md,
-/// session 33 (216 partials of 72 wide tiles cost ~30 stages); and the share of the whole
-/// tiles' stages a split must beat.
+/// reduce launch (in wide stages), and the partials' stores and sum (128 KiB each on wide
+/// tiles, 64 KiB on 128-row ones, whose stages take about half as long), fitted to
+/// docs/perf-notes.md, session 33 (216 partials of 72 wide tiles cost ~30 stages).
 const REDUCE_STAGES: u32 = 4;
 const PARTIALS_PER_STAGE: u32 = 8;
-const SPLIT_MARGIN_EIGHTHS: u32 = 7;
+/// ...and each wave past the second, this share of the whole tiles' stages (fitted to
+/// docs/perf-notes.md, session 34: splits over two waves won where predicted only 3 %
+/// faster, over three or four waves lost or tied where predicted 3-6 % faster).
+const PAST_TWO_WAVES_SHARE: u32 = 16;
 const _: () = assert!(MAX_SPLITS == 8, "`multi_wave_splits`' `seq!` tries 2..=8 splits");
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
@@ -1231,25 +1233,22 @@ impl Plan {
     /// tiles leaves the other SMs idle, while s splits of every tile make ⌈tiles·s / wave⌉
     /// waves of ⌈stages / s⌉ stages, plus the reduce launch (`REDUCE_STAGES`) and the
     /// partials' stores and sum (`PARTIALS_PER_STAGE`). The s that this predicts fastest,
-    /// if it beats 7/8 of the whole tiles' stages (`SPLIT_MARGIN_EIGHTHS`), else 1. On an
-    /// H100 (docs/perf-notes.md, sessions 33-34), three splits: 512x4608x16384 165.7-166.4 →
-    /// 142.1-142.2 us, 256x10240x16384 162.4-163.4 → 140.6-140.7, 1024x2112x16384
-    /// 174.9-175.6 → 148.5-148.7, 512x4608x14336 147.2-147.9 → 129.1-129.4 on wide tiles;
-    /// 128x10240x16384 98.2-98.8 → 87.1-89.3, 128x9216x16384 97.9-99.4 → 85.7-87.7,
-    /// 259x3072x16384 104.4-105.9 → 89.0-91.5 on 128-row ones. With 112-128 stages, which
-    /// the model leaves whole, splits lost: 512x4608x7168 80.1-80.8 → 82.0-82.7,
-    /// 256x10240x8192 88.7-89.7 → 90.8-91.6, 128x10240x8192 55.0-55.5 → 58.0-59.4 (3
-    /// splits); and the whole tiles, on fewer SMs than a wave, walk their stages faster
-    /// than a full wave's (hence the margin).
+    /// if it beats the whole tiles' stages, else 1. On an H100 (docs/perf-notes.md,
+    /// sessions 33-34), three splits: 512x4608x16384 165.7-166.4 → 142.1-142.2 us,
+    /// 1024x2112x16384 174.9-175.6 → 148.5-148.7, 512x4608x7168 80.1-80.6 → 76.1-77.3,
+    /// 256x10240x8192 88.3-90.2 → 83.3-86.0 on wide tiles; 128x10240x16384 98.3-98.6 →
+    /// 84.2-85.6, 259x3072x16384 104.5-104.8 → 86.0-87.3, 128x10240x8192 55.2-55.7 →
+    /// 53.3-55.1 on 128-row ones; four, 128x12288x28672 165.1-167.6 → 151.2-153.5 (over
+    /// three waves, which cost more than the stages say: `PAST_TWO_WAVES_SHARE`).
+    /// (Session 33's kernels walked this loop with two divisions by runtime values per
+    /// step, twice, at every thread's start: ~6 us of 512x4608x16384, which made splits
+    /// at 112-128 stages lose and the model need a margin of 1/8.)
     #[allow(unused_assignments)] // the last unrolled step's `best_stages`
     const fn multi_wave_splits(&self) -> u32 {
         let (tiles, wave, stages) = (self.tiles(), self.wave(), k_stages(self.k));
-        // Whole tiles on fewer SMs than a wave walk their stages faster (less L2 traffic
-        // beside them): a split must be predicted this much faster.
-        let whole = stages * SPLIT_MARGIN_EIGHTHS / 8;
         // The reduce launch takes about as long on either tile: twice the stages of 128 rows.
         let reduce = if self.tile == Wide::TILE { REDUCE_STAGES } else { 2 * REDUCE_STAGES };
-        let (mut best, mut best_stages) = (1, whole);
+        let (mut best, mut best_stages) = (1, stages);
         // ⌈tiles·s / wave⌉, counted up as s grows (at most MAX_SPLITS steps in all) rather
         // than divided by the runtime SM count; s is a literal in each unrolled step, so
         // `stages / s` compiles to a multiply and a shift.
@@ -1260,7 +1259,10 @@ impl Plan {
                 while waves * wave < ctas {
                     waves += 1;
                 }
-                let predicted = waves * stages.div_ceil(S) + reduce + ctas / PARTIALS_PER_STAGE;
+                // Past two waves the model was optimistic: measured, three and four waves
+                // predicted 3-6 % faster ran 0-1 % slower.
+                let past_two = if waves > 2 { (waves - 2) * stages / PAST_TWO_WAVES_SHARE } else { 0 };
+                let predicted = waves * stages.div_ceil(S) + reduce + ctas / PARTIALS_PER_STAGE + past_two;
                 if predicted < best_stages {
                     (best, best_stages) = (S, predicted);
                 }
