@@ -1043,7 +1043,8 @@ const REDUCE_STAGES: u32 = 4;
 const PARTIALS_PER_STAGE: u32 = 8;
 /// ...and each wave past the second, this share of the whole tiles' stages (fitted to
 /// docs/perf-notes.md, session 34: splits over two waves won where predicted only 3 %
-/// faster, over three or four waves lost or tied where predicted 3-6 % faster).
+/// faster, over three or four waves ran 2 % faster to 1 % slower where predicted 3-6 %
+/// faster).
 const PAST_TWO_WAVES_SHARE: u32 = 16;
 const _: () = assert!(MAX_SPLITS == 8, "`multi_wave_splits`' `seq!` tries 2..=8 splits");
 /// Bytes of one split's f32 partial tile.
@@ -1260,7 +1261,7 @@ impl Plan {
                     waves += 1;
                 }
                 // Past two waves the model was optimistic: measured, three and four waves
-                // predicted 3-6 % faster ran 0-1 % slower.
+                // predicted 3-6 % faster ran 2 % faster to 1 % slower.
                 let past_two = if waves > 2 { (waves - 2) * stages / PAST_TWO_WAVES_SHARE } else { 0 };
                 let predicted = waves * stages.div_ceil(S) + reduce + ctas / PARTIALS_PER_STAGE + past_two;
                 if predicted < best_stages {
