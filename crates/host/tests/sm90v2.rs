@@ -469,14 +469,19 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
 }
 
 /// A wave of wide or 128-row tiles more than half full (on 8 SMs, 5 tiles) with enough
-/// stages splits every tile three ways over two waves (15 CTAs), with NVFP4 and bf16
-/// activations: the exact result.
+/// stages splits every tile three ways over two waves (15 CTAs), and 6 wide tiles four
+/// ways over three waves (24 CTAs), with NVFP4 and bf16 activations: the exact result.
 #[test]
-fn a_wave_of_tiles_more_than_half_full_splits_over_two_waves_under_emulation() {
+fn a_wave_of_tiles_more_than_half_full_splits_over_several_waves_under_emulation() {
     let sms = 8;
-    for (shape, reduce) in [("256x640x4096", "nvfp4_sm90v2_wide_reduce"), ("128x640x4096", "nvfp4_sm90v2_reduce")] {
+    for (shape, splits, ctas, reduce) in [
+        ("256x640x4096", 3, 15, "nvfp4_sm90v2_wide_reduce"),
+        ("128x640x4096", 3, 15, "nvfp4_sm90v2_reduce"),
+        ("256x768x4096", 4, 24, "nvfp4_sm90v2_wide_reduce"),
+    ] {
         let s: nvfp4::Shape = shape.parse().unwrap();
-        assert_eq!((sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]), (3, 15));
+        let got = (sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]);
+        assert_eq!(got, (splits, ctas), "{shape}");
         for format in [AFormat::Nvfp4, AFormat::Bf16] {
             let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
             assert_eq!(entries.last(), Some(&reduce), "{shape} {format:?}");
