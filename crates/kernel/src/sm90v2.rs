@@ -1181,7 +1181,8 @@ impl Plan {
     #[cfg(not(target_arch = "nvptx64"))]
     const fn busiest_sm_stages(&self) -> u32 {
         let stages = k_stages(self.k);
-        let per_cta = if self.split_tiles() < self.tiles() { stages } else { stages.div_ceil(self.splits()) };
+        let (splits, split_tiles) = self.decomposition();
+        let per_cta = if split_tiles < self.tiles() { stages } else { stages.div_ceil(splits) };
         self.ctas().div_ceil(self.wave()) * per_cta
     }
 
@@ -1274,8 +1275,8 @@ impl Plan {
 
     /// CTAs of the main launch: one per whole tile, `splits` per split tile.
     const fn ctas(&self) -> u32 {
-        let split = self.split_tiles();
-        self.tiles() - split + split * self.splits()
+        let (splits, split_tiles) = self.decomposition();
+        self.tiles() - split_tiles + split_tiles * splits
     }
 
     /// Bytes of the prepared activations: one image per (batch, M block, K stage).
@@ -1286,7 +1287,8 @@ impl Plan {
 
     /// [`workspace_bytes`].
     pub const fn workspace_bytes(&self) -> u64 {
-        let partials = self.split_tiles() as u64 * self.splits() as u64 * partial_bytes(self.tile) as u64;
+        let (splits, split_tiles) = self.decomposition();
+        let partials = split_tiles as u64 * splits as u64 * partial_bytes(self.tile) as u64;
         align(self.act_bytes()) + partials
     }
 
