@@ -330,20 +330,23 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("256x7168x16384", 2, 56, 112), // 56 wide tiles split in two: 256 stages is too long
         ("256x16896x7168", 1, 0, 132),  // 132 tiles: one full wave
         ("256x17152x7168", 8, 2, 148),  // 134: 2 left over, capped at 8 splits
-        ("256x33536x7168", 1, 0, 262),  // 262: the last wave 130 of 132 full, not split
+        ("256x33536x7168", 1, 0, 262),  // 262: the last wave 130 of 132 full, stream-K would not pay
         ("256x17152x448", 1, 0, 134),   // 7 stages: too few to split
-        // A wave of wide tiles more than half full, with long K: 3 splits over two waves.
-        ("512x4608x16384", 3, 72, 216),
-        ("1024x2112x16384", 3, 68, 204),
-        ("512x4608x7168", 3, 72, 216),
-        ("512x4608x4096", 1, 0, 72), // 64 stages: the partials would cost more than the split saves
-        ("256x11520x14336", 1, 0, 90), // 4 splits: three waves, which cost more than their stages
+        ("1x67840x512", 2, 1, 266),     // decode tiles, two per SM: 265 tiles, 1 left over
+        // A wave of wide tiles more than half full, with long K: stream-K, 132 CTAs.
+        ("512x4608x16384", 132, 72, 132),
+        ("1024x2112x16384", 132, 68, 132),
+        ("512x4608x7168", 132, 72, 132),
+        ("512x4608x4096", 132, 72, 132),
+        ("256x11520x14336", 132, 90, 132),
+        ("512x4608x2048", 1, 0, 72), // 32 stages: the partials would cost more than the runs save
+        // A whole wave, then 92 tiles stream-K.
+        ("1024x7168x16384", 132, 92, 264),
         // The same for 128-row tiles.
-        ("128x10240x16384", 3, 80, 240),
-        ("259x3072x16384", 3, 72, 216),
-        ("128x10240x8192", 3, 80, 240),
-        ("128x12288x28672", 4, 96, 384), // three waves, but 448 stages
-        ("1x67840x512", 2, 1, 266),      // decode tiles, two per SM: 265 tiles, 1 left over
+        ("128x10240x16384", 132, 80, 132),
+        ("259x3072x16384", 132, 72, 132),
+        ("128x10240x8192", 132, 80, 132),
+        ("128x12288x28672", 132, 96, 132),
     ];
     check_decomposition(SMS, &cases);
 }
@@ -393,11 +396,15 @@ fn tile_heights_follow_m() {
     }
 }
 
-/// Asserts (shape, CTAs per split tile, split tiles, CTAs) on a GPU with `sms` SMs.
+/// Asserts (shape, CTAs per split tile, split tiles, CTAs) on a GPU with `sms` SMs; where
+/// the split tiles run stream-K, the "CTAs per split tile" are the wave's CTAs that share
+/// them (and every other plan splits its tiles evenly).
 fn check_decomposition(sms: u32, cases: &[(&str, u32, u32, u32)]) {
     for &(shape, want_splits, want_split_tiles, want_ctas) in cases {
         let s: nvfp4::Shape = shape.parse().unwrap();
         let (m, n, k, l) = (s.m, s.n, s.k, s.l);
+        let stream_k = want_split_tiles > 0 && want_splits == sms.max(1);
+        assert_eq!(sm90v2::Plan::new(m, n, k, l, sms).stream_k(), stream_k, "{shape} on {sms} SMs");
         assert_eq!(sm90v2::splits(m, n, k, l, sms), want_splits, "{shape} on {sms} SMs");
         assert_eq!(sm90v2::split_tiles(m, n, k, l, sms), want_split_tiles, "{shape} on {sms} SMs");
         assert_eq!(Kernel::Sm90v2.launch(s, sms).grid[0], want_ctas, "{shape} on {sms} SMs");
@@ -418,10 +425,10 @@ fn other_hoppers_get_a_grid_of_their_own_size() {
             ("1x7168x16384", 8, 28, 224),  // decode: 228 CTAs a wave
         ],
     );
-    // H20, 78 SMs: 56 tiles fill more than half a wave, so the last-wave rule leaves them
-    // whole; the multi-wave model splits them four ways over three waves (224 CTAs: 192 + 8
-    // + 28 + 16 predicted against 256 stages; a prediction, not measured on an H20).
-    check_decomposition(78, &[("128x7168x16384", 4, 56, 224), ("128x4096x7168", 2, 32, 64)]);
+    // H20, 78 SMs: 56 tiles fill more than half a wave, so they run stream-K on 78 CTAs
+    // (184 stages each, plus 8 + 16 for the partials, predicted against 256 stages; a
+    // prediction, not measured on an H20).
+    check_decomposition(78, &[("128x7168x16384", 78, 56, 78), ("128x4096x7168", 2, 32, 64)]);
     // No SM count (GemmArgs::IDENTITY) reads as one SM: nothing splits.
     check_decomposition(0, &[("128x7168x16384", 1, 0, 56)]);
 }
@@ -468,24 +475,77 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
     }
 }
 
-/// A wave of wide or 128-row tiles more than half full (on 8 SMs, 5 tiles) with enough
-/// stages splits every tile three ways over two waves (15 CTAs), and 6 wide tiles four
-/// ways over three waves (24 CTAs), with NVFP4 and bf16 activations: the exact result.
+/// Stream-K's arithmetic on every stream-K plan of a sweep of shapes and SM counts: the
+/// runs cover each split tile's stages once, in order, in one or two segments each; the
+/// contributors the reduce sums are exactly the runs that touch the tile, in K order, in
+/// slots j + t, all inside the workspace's partials.
 #[test]
-fn a_wave_of_tiles_more_than_half_full_splits_over_several_waves_under_emulation() {
+fn stream_k_runs_cover_every_stage_once_and_the_reduce_finds_them() {
+    let mut plans = 0;
+    for sms in [8, 78, 114, 132] {
+        for m in [128, 256, 512, 1024] {
+            for n in (128..=20480).step_by(640) {
+                for k in [1024, 2048, 4096, 7168, 16384, 28672] {
+                    let plan = sm90v2::Plan::new(m, n, k, 1, sms);
+                    let d = plan.decomposition();
+                    if !d.stream_k {
+                        continue;
+                    }
+                    plans += 1;
+                    let stages = sm90v2::k_stages(k);
+                    let what = format!("{m}x{n}x{k} on {sms} SMs");
+                    // covered[t]: (slot, run, first, end) of each segment in tile t.
+                    let mut covered = vec![Vec::new(); d.split_tiles as usize];
+                    for j in 0..d.splits {
+                        let (t, begin, end) = d.run(j, stages);
+                        assert!(begin < end && t * stages <= begin && begin < (t + 1) * stages, "{what}: run {j}");
+                        assert!(end <= (t + 2) * stages && end <= d.split_tiles * stages, "{what}: run {j}");
+                        let first_end = end.min((t + 1) * stages);
+                        covered[t as usize].push((j + t, begin, first_end));
+                        if end > first_end {
+                            covered[t as usize + 1].push((j + t + 1, first_end, end));
+                        }
+                    }
+                    for (t, segments) in covered.iter().enumerate() {
+                        let t = t as u32;
+                        let (slot, count) = d.contributors(t, stages);
+                        let slots: Vec<u32> = segments.iter().map(|s| s.0).collect();
+                        assert_eq!(slots, (slot..slot + count).collect::<Vec<_>>(), "{what}: tile {t}");
+                        assert!(slot + count <= d.partial_slots(), "{what}: tile {t}");
+                        let mut at = t * stages;
+                        for &(_, begin, end) in segments {
+                            assert_eq!(begin, at, "{what}: tile {t}");
+                            at = end;
+                        }
+                        assert_eq!(at, (t + 1) * stages, "{what}: tile {t}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(plans > 100, "only {plans} stream-K plans in the sweep");
+}
+
+/// Stream-K on 8 SMs: a last wave of 5 wide tiles after a whole wave (13 tiles), whose 85
+/// stages (a quarter-full last one) 8 runs share; the same with 128-row tiles; and one
+/// wave of 5 tiles alone. With NVFP4 and bf16 activations (whose prefill and wide entries
+/// start warpgroup 1 a stage later): the exact result.
+#[test]
+fn a_last_wave_more_than_half_full_runs_stream_k_under_emulation() {
     let sms = 8;
-    for (shape, splits, ctas, reduce) in [
-        ("256x640x4096", 3, 15, "nvfp4_sm90v2_wide_reduce"),
-        ("128x640x4096", 3, 15, "nvfp4_sm90v2_reduce"),
-        ("256x768x4096", 4, 24, "nvfp4_sm90v2_wide_reduce"),
+    for (shape, ctas, reduce) in [
+        ("256x1664x1072", 16, "nvfp4_sm90v2_wide_reduce"),
+        ("128x1664x4096", 16, "nvfp4_sm90v2_reduce"),
+        ("256x640x4096", 8, "nvfp4_sm90v2_wide_reduce"),
     ] {
         let s: nvfp4::Shape = shape.parse().unwrap();
-        let got = (sm90v2::splits(s.m, s.n, s.k, s.l, sms), Kernel::Sm90v2.launch(s, sms).grid[0]);
-        assert_eq!(got, (splits, ctas), "{shape}");
+        let plan = sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms);
+        assert!(plan.stream_k(), "{shape}");
+        assert_eq!((plan.split_tiles(), Kernel::Sm90v2.launch(s, sms).grid[0]), (5, ctas), "{shape}");
         for format in [AFormat::Nvfp4, AFormat::Bf16] {
             let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
             assert_eq!(entries.last(), Some(&reduce), "{shape} {format:?}");
-            check_format_on(shape, format, 12, sms);
+            check_format_on(shape, format, 13, sms);
         }
     }
 }

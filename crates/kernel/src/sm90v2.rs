@@ -22,7 +22,7 @@
 //!    128B-swizzled and with K permuted as the weight fragments imply (see "K order"
 //!    below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 128 (N) x 128 (M) tile and
-//!    a range of its K stages); each ring slot holds a stage's activation image (one 1-D
+//!    a range of its K stages, or stream-K two such segments); each ring slot holds a stage's activation image (one 1-D
 //!    `cp.async.bulk` by producer thread 0) and its raw weights and scales as they lie in
 //!    B and SFB (16-byte `cp.async`s by the producer warpgroup); each consumer thread reads
 //!    its own rows' bytes back (the next stage's while the last step's MMA runs), converts
@@ -100,15 +100,25 @@
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of the three M =
-//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles (and
-//! where a single wave of wide or 128-row tiles is more than half full but K is long, each
-//! of those, over several waves, where a cost model predicts it faster), each
+//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
 //! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
 //! register order (16-byte stores, contiguous across the 256 consumer threads). A third launch,
 //! one thread per 4 accumulators of every split tile, sums the splits in split order (the
 //! result does not depend on timing) and writes C. Unlike sm100's in-kernel fix-up (the
 //! last CTA of a tile sums), no counters, fences or atomics, and all SMs share the sum:
 //! with the last CTA reading 4-8 x 128 KiB alone, the fix-up took ~17 us on an H100.
+//!
+//! **Stream-K** ([`Decomposition::stream_k`]). A last wave of wide or 128-row tiles that is
+//! more than half full (or a single such wave) would leave the other SMs idle for a whole
+//! tile's time, and splitting each of its tiles evenly gains nothing until the splits
+//! fill whole waves. Instead, where a cost model predicts it faster ([`Plan::stream_k_beats`]),
+//! one CTA per SM shares all of that wave's stages in equal runs, in tile order: a run that
+//! passes a tile's end goes on in the next tile, so a CTA multiplies one or two
+//! *segments* (a tile and a range of its stages), one after the other on the same ring,
+//! and stores each segment's partial; the reduce launch sums each tile's two or three
+//! partials in K order. On an H100: 512x4608x16384 137.7-139.5 → 119.1-124.2 us,
+//! 1024x7168x16384 333.7-338.3 → 313.6-316.5, 259x3072x16384 87.0-89.2 → 76.0-78.2
+//! (docs/perf-notes.md, session 35).
 //!
 //! **Decode and medium tiles** ([`Rows`]). (Calls with NVFP4 activations and M ≤ 4 mostly
 //! skip this file: the host runs them on the CUDA-core GEMV, `crate::gemv`, one launch
@@ -1034,19 +1044,13 @@ const _: () = assert!(
 );
 /// ...and each gets at least this many stages, so the partials' traffic stays small.
 const MIN_STAGES_PER_SPLIT: u32 = 4;
-/// What splitting one wave of tiles over several waves costs ([`Plan::multi_wave_splits`]),
-/// in stages of the tile (a wide stage ~0.7 us on an H100, a 128-row one ~0.4 us): the
-/// reduce launch (in wide stages), and the partials' stores and sum (128 KiB each on wide
-/// tiles, 64 KiB on 128-row ones, whose stages take about half as long), fitted to
-/// docs/perf-notes.md, session 33 (216 partials of 72 wide tiles cost ~30 stages).
+/// What stream-K's partials cost ([`Plan::stream_k_beats`]), in stages of the tile (a
+/// wide stage ~0.7 us on an H100, a 128-row one ~0.4 us): the reduce launch (in wide
+/// stages), and the partials' stores and sum (128 KiB each on wide tiles, 64 KiB on
+/// 128-row ones, whose stages take about half as long), fitted to docs/perf-notes.md,
+/// session 33 (216 partials of 72 wide tiles cost ~30 stages).
 const REDUCE_STAGES: u32 = 4;
 const PARTIALS_PER_STAGE: u32 = 8;
-/// ...and each wave past the second, this share of the whole tiles' stages (fitted to
-/// docs/perf-notes.md, session 34: splits over two waves won where predicted only 3 %
-/// faster, over three or four waves ran 2 % faster to 1 % slower where predicted 3-6 %
-/// faster).
-const PAST_TWO_WAVES_SHARE: u32 = 16;
-const _: () = assert!(MAX_SPLITS == 8, "`multi_wave_splits`' `seq!` tries 2..=8 splits");
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
     block_n(tile) * rows_of(tile) * F32_BYTES
@@ -1084,12 +1088,13 @@ pub const fn rows_for(m: u32) -> u32 {
 /// last wave then takes a fraction of a tile's time instead of a whole one.
 /// With fewer tiles than SMs that is every tile (on 132 SMs, the M = 128 benchmark shapes:
 /// 56 tiles x 2, 32 x 4 and 56 x 2; on 114, 56 x 2 and 32 x 3); 2304x4608x7168's 324
-/// tiles run as two whole waves of 132 and 60 tiles split in two. One wave of wide or
-/// 128-row tiles more than half full splits too where a cost model predicts several waves
-/// of splits faster (`Plan::multi_wave_splits`: with long K, e.g. 512x4608x16384's 72
-/// wide tiles x 3 over two waves, 165.7-166.4 → 142.1-142.2 us on an H100, session 33;
-/// 128x10240x16384's 80 128-row tiles x 3, 98.3-98.6 → 84.2-85.6 us, session 34;
-/// docs/perf-notes.md).
+/// tiles run as two whole waves of 132 and 60 tiles split in two. A last wave of wide or
+/// 128-row tiles more than half full (or a single wave) runs stream-K where a cost model
+/// predicts it faster ([`Decomposition::stream_k`], [`Plan::stream_k_beats`]): then
+/// `splits` is the wave's CTA count, which share the last wave's tiles' stages in equal
+/// runs (e.g. 512x4608x16384's 72 wide tiles on 132 CTAs, 137.7-139.5 → 119.1-124.2 us on
+/// an H100, where three splits of each tile over two waves ran before, docs/perf-notes.md,
+/// session 35).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const fn splits(m: u32, n: u32, k: u32, l: u32, sms: u32) -> u32 {
     Plan::new(m, n, k, l, sms).splits()
@@ -1181,8 +1186,13 @@ impl Plan {
     #[cfg(not(target_arch = "nvptx64"))]
     const fn busiest_sm_stages(&self) -> u32 {
         let stages = k_stages(self.k);
-        let (splits, split_tiles) = self.decomposition();
-        let per_cta = if split_tiles < self.tiles() { stages } else { stages.div_ceil(splits) };
+        let d = self.decomposition();
+        if d.stream_k {
+            // The whole tiles' waves, then one run of the split tiles' stages.
+            let whole_waves = (self.tiles() - d.split_tiles).div_ceil(self.wave());
+            return whole_waves * stages + (d.split_tiles * stages).div_ceil(d.splits);
+        }
+        let per_cta = if d.split_tiles < self.tiles() { stages } else { stages.div_ceil(d.splits) };
         self.ctas().div_ceil(self.wave()) * per_cta
     }
 
@@ -1204,79 +1214,73 @@ impl Plan {
 
     /// [`splits`].
     pub const fn splits(&self) -> u32 {
-        self.decomposition().0
+        self.decomposition().splits
     }
 
     /// [`split_tiles`].
     pub const fn split_tiles(&self) -> u32 {
-        self.decomposition().1
+        self.decomposition().split_tiles
     }
 
-    /// ([`splits`], [`split_tiles`]) at once: a kernel thread takes both at its start, and
-    /// each runtime division by the SM count is a chain of ~20 dependent instructions there.
-    pub const fn decomposition(&self) -> (u32, u32) {
+    /// Whether the split tiles are shared stream-K ([`Decomposition::stream_k`]).
+    pub const fn stream_k(&self) -> bool {
+        self.decomposition().stream_k
+    }
+
+    /// How the tiles are shared among CTAs. A kernel thread takes it once at its start:
+    /// each runtime division by the SM count is a chain of ~20 dependent instructions
+    /// there, so it is computed without any.
+    pub const fn decomposition(&self) -> Decomposition {
         let (tiles, wave) = (self.tiles(), self.wave());
         let tail = tiles % wave;
-        let by_stages = k_stages(self.k) / MIN_STAGES_PER_SPLIT;
+        let stages = k_stages(self.k);
+        let by_stages = stages / MIN_STAGES_PER_SPLIT;
         let cap = if self.tile == Decode::TILE { MAX_DECODE_SPLITS } else { MAX_SPLITS };
-        if tail == 0 || 2 * tail > wave || by_stages < 2 {
-            // One wave of wide or 128-row tiles more than half full may still split, over
-            // several waves.
-            let one_wave_tiles = self.tile == Wide::TILE || self.tile == Prefill::TILE;
-            let s = if one_wave_tiles && tail == tiles && 2 * tail > wave { self.multi_wave_splits() } else { 1 };
-            return (s, if s == 1 { 0 } else { tiles });
+        if tail == 0 || by_stages < 2 {
+            return Decomposition::WHOLE;
+        }
+        if 2 * tail > wave {
+            // A last wave more than half full (or a single one) of wide or 128-row tiles runs
+            // stream-K where the cost model predicts it faster than whole tiles.
+            let stream_k = (self.tile == Wide::TILE || self.tile == Prefill::TILE) && self.stream_k_beats(tail, stages);
+            return if stream_k {
+                Decomposition { split_tiles: tail, splits: wave, stream_k: true }
+            } else {
+                Decomposition::WHOLE
+            };
         }
         let by_wave = wave / tail;
         let s = if by_wave < by_stages { by_wave } else { by_stages };
-        (if s < cap { s } else { cap }, tail)
+        Decomposition { split_tiles: tail, splits: if s < cap { s } else { cap }, stream_k: false }
     }
 
-    /// Splits of one wave of wide or 128-row tiles more than half full: one wave of whole
-    /// tiles leaves the other SMs idle, while s splits of every tile make ⌈tiles·s / wave⌉
-    /// waves of ⌈stages / s⌉ stages, plus the reduce launch (`REDUCE_STAGES`) and the
-    /// partials' stores and sum (`PARTIALS_PER_STAGE`). The s that this predicts fastest,
-    /// if it beats the whole tiles' stages, else 1. On an H100 (docs/perf-notes.md,
-    /// sessions 33-34), three splits: 512x4608x16384 165.7-166.4 → 142.1-142.2 us,
-    /// 1024x2112x16384 174.9-175.6 → 148.5-148.7, 512x4608x7168 80.1-80.6 → 76.1-77.3,
-    /// 256x10240x8192 88.3-90.2 → 83.3-86.0 on wide tiles; 128x10240x16384 98.3-98.6 →
-    /// 84.2-85.6, 259x3072x16384 104.5-104.8 → 86.0-87.3, 128x10240x8192 55.2-55.7 →
-    /// 53.3-55.1 on 128-row ones; four, 128x12288x28672 165.1-167.6 → 151.2-153.5 (over
-    /// three waves, which cost more than the stages say: `PAST_TWO_WAVES_SHARE`).
-    /// (Session 33's kernels walked this loop with two divisions by runtime values per
-    /// step, twice, at every thread's start: ~6 us of 512x4608x16384, which made splits
-    /// at 112-128 stages lose and the model need a margin of 1/8.)
-    #[allow(unused_assignments)] // the last unrolled step's `best_stages`
-    const fn multi_wave_splits(&self) -> u32 {
-        let (tiles, wave, stages) = (self.tiles(), self.wave(), k_stages(self.k));
-        // The reduce launch takes about as long on either tile: twice the stages of 128 rows.
-        let reduce = if self.tile == Wide::TILE { REDUCE_STAGES } else { 2 * REDUCE_STAGES };
-        let (mut best, mut best_stages) = (1, stages);
-        // ⌈tiles·s / wave⌉, counted up as s grows (at most MAX_SPLITS steps in all) rather
-        // than divided by the runtime SM count; s is a literal in each unrolled step, so
-        // `stages / s` compiles to a multiply and a shift.
-        let mut waves = 1;
-        seq_macro::seq!(S in 2..=8 {
-            if stages / S >= MIN_STAGES_PER_SPLIT {
-                let ctas = tiles * S;
-                while waves * wave < ctas {
-                    waves += 1;
-                }
-                // Past two waves the model was optimistic: measured, three and four waves
-                // predicted 3-6 % faster ran 2 % faster to 1 % slower.
-                let past_two = if waves > 2 { (waves - 2) * stages / PAST_TWO_WAVES_SHARE } else { 0 };
-                let predicted = waves * stages.div_ceil(S) + reduce + ctas / PARTIALS_PER_STAGE + past_two;
-                if predicted < best_stages {
-                    (best, best_stages) = (S, predicted);
-                }
-            }
-        });
-        best
+    /// Whether the last wave's `tail` tiles run faster stream-K than in `best` stages (what
+    /// the busiest SM walks for them otherwise): one wave of CTAs, each an equal run of
+    /// their stages, ⌈tail·stages / wave⌉, plus the reduce launch (`REDUCE_STAGES`) and the
+    /// partials (`PARTIALS_PER_STAGE`; a tile's contributors make at most wave + tail - 1).
+    /// Compared without dividing by the SM count (see [`Plan::decomposition`]). Each run
+    /// is at least `MIN_STAGES_PER_SPLIT` stages, and every run boundary (CTA index times
+    /// the tail's stages) fits 32 bits.
+    pub const fn stream_k_beats(&self, tail: u32, best: u32) -> bool {
+        let (wave, stages) = (self.wave(), k_stages(self.k));
+        let run_stages = tail as u64 * stages as u64;
+        if run_stages < (MIN_STAGES_PER_SPLIT * wave) as u64 || run_stages * wave as u64 > u32::MAX as u64 {
+            return false;
+        }
+        let overhead = self.reduce_stages() + (wave + tail) / PARTIALS_PER_STAGE;
+        overhead < best && run_stages < ((best - overhead) * wave) as u64
     }
 
-    /// CTAs of the main launch: one per whole tile, `splits` per split tile.
+    /// The reduce launch in stages of the tile: about as long on either tile, twice the
+    /// stages of 128 rows as of 256.
+    const fn reduce_stages(&self) -> u32 {
+        if self.tile == Wide::TILE { REDUCE_STAGES } else { 2 * REDUCE_STAGES }
+    }
+
+    /// CTAs of the main launch: one per whole tile, then those of the split tiles.
     const fn ctas(&self) -> u32 {
-        let (splits, split_tiles) = self.decomposition();
-        self.tiles() - split_tiles + split_tiles * splits
+        let d = self.decomposition();
+        self.tiles() - d.split_tiles + d.split_ctas()
     }
 
     /// Bytes of the prepared activations: one image per (batch, M block, K stage).
@@ -1287,8 +1291,7 @@ impl Plan {
 
     /// [`workspace_bytes`].
     pub const fn workspace_bytes(&self) -> u64 {
-        let (splits, split_tiles) = self.decomposition();
-        let partials = split_tiles as u64 * splits as u64 * partial_bytes(self.tile) as u64;
+        let partials = self.decomposition().partial_slots() as u64 * partial_bytes(self.tile) as u64;
         align(self.act_bytes()) + partials
     }
 
@@ -1349,6 +1352,73 @@ impl Plan {
     }
 }
 
+/// How a call's tiles are shared among its CTAs ([`Plan::decomposition`]): the tiles in
+/// unit order, each whole on a CTA of its own, and then the last `split_tiles`, split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decomposition {
+    /// Tiles whose K stages several CTAs share: the last ones in unit order.
+    pub split_tiles: u32,
+    /// CTAs per split tile, each a contiguous share of its stages (1: none is split); with
+    /// `stream_k`, the CTAs that share the split tiles' stages among them.
+    pub splits: u32,
+    /// Stream-K: CTA j of the `splits` takes the j-th of as many equal runs of the split
+    /// tiles' stages, in unit order (stage kb of split tile t is number t·stages + kb), so
+    /// a run may end in one tile and go on in the next. Its part of each tile is a
+    /// segment; a segment in split tile t stores its partial in slot j + t, so a tile's
+    /// contributors lie in consecutive slots, in K order. With runs of more than half a
+    /// tile (a last wave more than half full), a CTA has one or two segments and a tile
+    /// two or three contributors.
+    pub stream_k: bool,
+}
+
+impl Decomposition {
+    /// Every tile whole.
+    pub const WHOLE: Decomposition = Decomposition { split_tiles: 0, splits: 1, stream_k: false };
+
+    /// CTAs that work on split tiles.
+    pub const fn split_ctas(&self) -> u32 {
+        if self.stream_k { self.splits } else { self.split_tiles * self.splits }
+    }
+
+    /// f32 partials in the workspace: one per split of each split tile; stream-K one per
+    /// slot j + t, at most (splits - 1) + (split_tiles - 1) + 1.
+    pub const fn partial_slots(&self) -> u32 {
+        if self.split_tiles == 0 {
+            0
+        } else if self.stream_k {
+            self.splits + self.split_tiles - 1
+        } else {
+            self.split_tiles * self.splits
+        }
+    }
+
+    /// Stream-K run `j` of the split tiles' stages (`stages` per tile), in their numbering
+    /// t·stages + kb: (the split tile it starts in, its first stage, its end). Runs are
+    /// shorter than a tile, so it ends in that tile or the next. (j·R·S / W for R split
+    /// tiles of S stages and W runs: the plan keeps W·R·S within 32 bits; the tile is
+    /// j·R / W, the same as the first stage over S.)
+    pub const fn run(&self, j: u32, stages: u32) -> (u32, u32, u32) {
+        let run_stages = self.split_tiles * stages;
+        (j * self.split_tiles / self.splits, j * run_stages / self.splits, (j + 1) * run_stages / self.splits)
+    }
+
+    /// The partials of split tile `t` (0 for the first split tile, `stages` stages each) in
+    /// K order: the first one's slot and their count. Split s of a split tile is slot
+    /// t·splits + s. Stream-K: run j contributes to tile t if it starts before the tile
+    /// ends, j·R·S / W < (t + 1)·S, i.e. j < (t + 1)·W / R, and ends past its start,
+    /// (j + 1)·R·S / W ≥ t·S + 1 (see [`Decomposition::run`]); its partial there is slot
+    /// j + t.
+    pub const fn contributors(&self, t: u32, stages: u32) -> (u32, u32) {
+        if !self.stream_k {
+            return (t * self.splits, self.splits);
+        }
+        let run_stages = self.split_tiles * stages;
+        let first = ((t * stages + 1) * self.splits).div_ceil(run_stages) - 1;
+        let last = ((t + 1) * self.splits).div_ceil(self.split_tiles) - 1;
+        (first + t, last - first + 1)
+    }
+}
+
 const fn align(bytes: u64) -> u64 {
     bytes.div_ceil(REGION_ALIGN) * REGION_ALIGN
 }
@@ -1367,9 +1437,9 @@ struct Problem {
     tile: u32,
     n_tiles: u32,
     m_tiles: u32,
-    /// Tiles before the first split tile (unit order), and CTAs per split tile.
+    /// Tiles before the first split tile (unit order), and how the split ones are shared.
     whole_tiles: u32,
-    splits: u32,
+    split: Decomposition,
     k_stages: u32,
     /// Bytes per row of A and B.
     row_bytes: u64,
@@ -1377,18 +1447,43 @@ struct Problem {
     sf_cols: u32,
 }
 
-/// This CTA's work unit.
+/// A tile and a range of its K stages, multiplied in one go.
 #[derive(Clone, Copy)]
-struct Unit {
+struct Segment {
     l: u32,
     m_tile: u32,
     n0: u32,
-    index: u32,
-    split: u32,
-    /// CTAs sharing the tile's K stages (1: a whole tile).
-    splits: u32,
     kb_begin: u32,
     kb_end: u32,
+    /// The slot of its f32 partial, or [`WHOLE_TILE`]: the segment is the whole tile, and
+    /// its CTA writes C.
+    slot: u32,
+}
+
+/// [`Segment::slot`] of a whole tile.
+const WHOLE_TILE: u32 = u32::MAX;
+
+/// This CTA's work: one segment, or with stream-K two (the end of one split tile and
+/// the start of the next).
+#[derive(Clone, Copy)]
+struct Unit {
+    first: Segment,
+    second: Segment,
+    segments: u32,
+}
+
+impl Unit {
+    /// K stages of all its segments.
+    fn stages(&self) -> u32 {
+        let first = self.first.kb_end - self.first.kb_begin;
+        if self.segments > 1 { first + self.second.kb_end - self.second.kb_begin } else { first }
+    }
+
+    /// Segment `s` (0 or 1).
+    #[inline(always)]
+    fn segment(&self, s: u32) -> Segment {
+        if s == 0 { self.first } else { self.second }
+    }
 }
 
 impl Problem {
@@ -1396,14 +1491,14 @@ impl Problem {
         let n_tiles = args.n.div_ceil(block_n(R::TILE));
         let m_tiles = args.m.div_ceil(R::ROWS);
         let plan = Plan::on(R::TILE, args.m, args.n, args.k, args.l, args.sms);
-        let (splits, split_tiles) = plan.decomposition();
+        let split = plan.decomposition();
         Problem {
             args: *args,
             tile: R::TILE,
             n_tiles,
             m_tiles,
-            whole_tiles: plan.tiles() - split_tiles,
-            splits,
+            whole_tiles: plan.tiles() - split.split_tiles,
+            split,
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -1412,27 +1507,37 @@ impl Problem {
 
     /// Tiles are numbered N-fastest, then M and batch, so neighbouring tiles (which share
     /// their activation images) run side by side. Units: the whole tiles, one CTA each,
-    /// then the split tiles' CTAs, split-fastest (the CTAs of a tile run side by side).
+    /// then the split tiles' CTAs: split-fastest (the CTAs of a tile run side by side), or
+    /// stream-K one run each ([`Decomposition::stream_k`]).
     fn unit(&self) -> Unit {
         let u = special::ctaid_x();
-        let (index, split, splits) = if u < self.whole_tiles {
-            (u, 0, 1)
-        } else {
-            let j = u - self.whole_tiles;
-            (self.whole_tiles + j / self.splits, j % self.splits, self.splits)
-        };
+        if u < self.whole_tiles {
+            let whole = self.segment(u, 0, self.k_stages, WHOLE_TILE);
+            return Unit { first: whole, second: whole, segments: 1 };
+        }
+        let (j, d, stages) = (u - self.whole_tiles, self.split, self.k_stages);
+        if !d.stream_k {
+            // Split j % splits of split tile j / splits: slot j.
+            let (t, split) = (j / d.splits, j % d.splits);
+            let (begin, end) = (split * stages / d.splits, (split + 1) * stages / d.splits);
+            let one = self.segment(self.whole_tiles + t, begin, end, j);
+            return Unit { first: one, second: one, segments: 1 };
+        }
+        // Run j: stages [run_begin, run_end) of the split tiles' t·stages + kb, from split
+        // tile t and, where it passes that tile's end, on in tile t + 1.
+        let (t, run_begin, run_end) = d.run(j, stages);
+        let tile_end = (t + 1) * stages;
+        let first_end = if run_end < tile_end { run_end } else { tile_end };
+        let first = self.segment(self.whole_tiles + t, run_begin - t * stages, first_end - t * stages, j + t);
+        let second = self.segment(self.whole_tiles + t + 1, 0, run_end.saturating_sub(tile_end), j + t + 1);
+        Unit { first, second, segments: if run_end > tile_end { 2 } else { 1 } }
+    }
+
+    /// Stages [kb_begin, kb_end) of tile `index`, its partial in `slot`.
+    fn segment(&self, index: u32, kb_begin: u32, kb_end: u32, slot: u32) -> Segment {
         let (n_tile, rest) = (index % self.n_tiles, index / self.n_tiles);
         let (m_tile, l) = (rest % self.m_tiles, rest / self.m_tiles);
-        Unit {
-            l,
-            m_tile,
-            n0: n_tile * block_n(self.tile),
-            index,
-            split,
-            splits,
-            kb_begin: split * self.k_stages / splits,
-            kb_end: (split + 1) * self.k_stages / splits,
-        }
+        Segment { l, m_tile, n0: n_tile * block_n(self.tile), kb_begin, kb_end, slot }
     }
 
     /// Global address of the prepared image of (batch, M block, K stage).
@@ -1441,11 +1546,10 @@ impl Problem {
         self.args.workspace + index * act_stage_bytes(self.tile) as u64
     }
 
-    /// Split `split`'s f32 partial of split tile `index`.
-    fn partial(&self, index: u32, split: u32) -> u64 {
+    /// The f32 partial in slot `slot`.
+    fn partial(&self, slot: u32) -> u64 {
         let (m, n, k, l, sms) = (self.args.m, self.args.n, self.args.k, self.args.l, self.args.sms);
         let partials = self.args.workspace + align(Plan::on(self.tile, m, n, k, l, sms).act_bytes());
-        let slot = (index - self.whole_tiles) * self.splits + split;
         partials + slot as u64 * partial_bytes(self.tile) as u64
     }
 }
@@ -1722,46 +1826,77 @@ pub fn gemm<R: Rows, O: Loops>(args: &GemmArgs) {
     // whole loop is a second copy (the branch is on a kernel parameter, the same in every
     // thread).
     if !O::BOTH {
-        consumer::<R, O::One>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+        consume::<R, O::One>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
     } else if args.a_format == AFormat::Bf16.code() {
-        consumer::<R, Bf16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+        consume::<R, Bf16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
     } else {
-        consumer::<R, F16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+        consume::<R, F16>(smem, &p, &unit, warpgroup, tid % WARPGROUP);
+    }
+}
+
+/// Consumer warpgroup `c`'s segments of the unit, one after the other, the ring going on
+/// from one to the next (one copy of the loop, whatever the count).
+#[inline(always)]
+fn consume<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+    let mut ring = RingPos::start(ring_slots(R::TILE));
+    let mut s = 0;
+    loop {
+        let seg = unit.segment(s);
+        s += 1;
+        ring = consumer::<R, E>(smem, p, &seg, ring, s < unit.segments, c, thread);
+        if s >= unit.segments {
+            break;
+        }
     }
 }
 
 /// Producer thread 0's bulk copy: stage `kb`'s activation image into `slot`, after
 /// announcing its bytes on `full[slot]`.
 #[inline(always)]
-fn issue_stage(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32) {
+fn issue_stage(smem: Smem, p: &Problem, seg: &Segment, kb: u32, slot: u32) {
     let full = smem.full(slot);
     let bytes = act_stage_bytes(p.tile);
     full.arrive_expect_tx(bytes);
-    bulk::global_to_shared(smem.act(slot), p.image(unit.l, unit.m_tile, kb), bytes, full);
+    bulk::global_to_shared(smem.act(slot), p.image(seg.l, seg.m_tile, kb), bytes, full);
 }
 
-/// The producer warpgroup (producer thread `ptid`): copies every stage of the unit into
-/// the ring, the weights and scales in 16-byte `cp.async`s (one commit group per stage),
+/// The producer warpgroup (producer thread `ptid`): copies every stage of the unit (its
+/// segments one after the other) into the ring, the weights and scales in 16-byte `cp.async`s (one commit group per stage),
 /// thread 0 also the image in one bulk copy, and announces each stage on its `full`
 /// barrier once `cp.async.wait_group` proved the thread's copies landed, `LAG` stages
 /// after issuing them (or at the unit's end). `LAG` is [`producer_lag`] of the tile
 /// (`wait_group` takes an immediate).
 #[inline(always)]
 fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
-    let (begin, end) = (unit.kb_begin, unit.kb_end);
-    let stages = end - begin;
+    let stages = unit.stages();
     let slots = ring_slots(p.tile);
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
     // while the prologue may still be running, the images once it has completed.
     let prefill = slots.min(stages);
-    for i in 0..prefill {
-        copy_weights(smem, p, unit, begin + i, i, ptid);
+    // Each segment in loops of its own, so that its tile's addresses are computed once,
+    // outside them (a loop choosing the segment per stage recomputed them: 137 instructions
+    // per refilled stage against 89, and 128x7168x16384 took 66.5 against 59.8 us on an
+    // H100, docs/perf-notes.md, session 35).
+    let (first, second) = (&unit.first, &unit.second);
+    let first_stages = first.kb_end - first.kb_begin;
+    // The unit's stages i < prefill in the first segment (the others, if any, are the
+    // second's first stages).
+    let in_first = if prefill < first_stages { prefill } else { first_stages };
+    for i in 0..in_first {
+        copy_weights(smem, p, first, first.kb_begin + i, i, ptid);
+        cp_async::commit_group();
+    }
+    for i in in_first..prefill {
+        copy_weights(smem, p, second, second.kb_begin + i - in_first, i, ptid);
         cp_async::commit_group();
     }
     griddep::wait();
     if ptid == 0 {
-        for i in 0..prefill {
-            issue_stage(smem, p, unit, begin + i, i);
+        for i in 0..in_first {
+            issue_stage(smem, p, first, first.kb_begin + i, i);
+        }
+        for i in in_first..prefill {
+            issue_stage(smem, p, second, second.kb_begin + i - in_first, i);
         }
     }
     // `announce`: the slot (and lap) of the next stage to announce, `announced` its
@@ -1775,27 +1910,51 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
         announced += 1;
     }
     // Refill each slot once the consumers released it; after each refill, the stage LAG
-    // groups older has landed.
+    // groups older has landed. The first segment's stages past the prefill, then the
+    // second's.
     let mut refill = RingPos::start(slots);
-    for i in prefill..stages {
-        smem.empty(refill.slot).wait(refill.phase);
-        copy_weights(smem, p, unit, begin + i, refill.slot, ptid);
-        cp_async::commit_group();
-        if ptid == 0 {
-            issue_stage(smem, p, unit, begin + i, refill.slot);
-        }
-        refill.advance();
-        cp_async::wait_group::<LAG>();
-        smem.full(announce.slot).arrive();
-        announce.advance();
-        announced += 1;
+    let refills = [
+        (first, first.kb_begin + in_first, first.kb_end),
+        (second, second.kb_begin + prefill - in_first, second.kb_end),
+    ];
+    refill_segment::<LAG>(smem, p, refills[0], &mut refill, &mut announce, ptid);
+    if unit.segments > 1 {
+        refill_segment::<LAG>(smem, p, refills[1], &mut refill, &mut announce, ptid);
     }
+    // Each refill announced one stage.
+    announced += stages - prefill;
     // The last LAG stages.
     cp_async::wait_group::<0>();
     while announced < stages {
         smem.full(announce.slot).arrive();
         announce.advance();
         announced += 1;
+    }
+}
+
+/// The producer's refill of stages `kb_begin..kb_end` of a segment: each into the slot
+/// the consumers released (`refill`), then the stage `LAG` groups older announced on its
+/// `full` barrier (`announce`), as in [`producer`].
+#[inline(always)]
+fn refill_segment<const LAG: u32>(
+    smem: Smem,
+    p: &Problem,
+    (seg, kb_begin, kb_end): (&Segment, u32, u32),
+    refill: &mut RingPos,
+    announce: &mut RingPos,
+    ptid: u32,
+) {
+    for kb in kb_begin..kb_end {
+        smem.empty(refill.slot).wait(refill.phase);
+        copy_weights(smem, p, seg, kb, refill.slot, ptid);
+        cp_async::commit_group();
+        if ptid == 0 {
+            issue_stage(smem, p, seg, kb, refill.slot);
+        }
+        refill.advance();
+        cp_async::wait_group::<LAG>();
+        smem.full(announce.slot).arrive();
+        announce.advance();
     }
 }
 
@@ -1811,13 +1970,13 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
 /// alone and rows past N are never stored, so any finite data will do. Bytes past K (a
 /// partial last stage) and scale tiles past the last row block read as zeros.
 #[inline(always)]
-fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u32) {
+fn copy_weights(smem: Smem, p: &Problem, seg: &Segment, kb: u32, slot: u32, tid: u32) {
     let args = &p.args;
-    let weights = args.b + unit.l as u64 * args.n as u64 * p.row_bytes;
+    let weights = args.b + seg.l as u64 * args.n as u64 * p.row_bytes;
     for i in 0..weight_chunks(p.tile) / PRODUCER_THREADS {
         let chunk = tid + i * PRODUCER_THREADS;
         let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
-        let n = (unit.n0 + row).min(args.n - 1);
+        let n = (seg.n0 + row).min(args.n - 1);
         let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
         let row = weights + n as u64 * p.row_bytes;
         rows::copy_chunk(dst, row, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32, WEIGHT_L2_PREFETCH);
@@ -1825,9 +1984,9 @@ fn copy_weights(smem: Smem, p: &Problem, unit: &Unit, kb: u32, slot: u32, tid: u
     if tid < scale_chunks(p.tile) {
         let chunks_per_tile = layout::TILE_BYTES / CHUNK;
         let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
-        let row_block = unit.n0 / layout::TILE_ROWS + tile;
+        let row_block = seg.n0 / layout::TILE_ROWS + tile;
         let inside = row_block < layout::row_blocks(args.n);
-        let sf = args.sfb + unit.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
+        let sf = args.sfb + seg.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
         let src = sf + layout::tile_offset(row_block, kb, p.sf_cols) + (piece * CHUNK) as u64;
         let dst = smem.scales(slot).offset(tid * CHUNK);
         // `src_size` 0 reads nothing and writes zeros.
@@ -1894,23 +2053,33 @@ impl OwnRows {
     }
 }
 
-/// Consumer warpgroup `c`: weight rows n0 + (B·c + b)·64 + 16w + g (+8) of its B weight
-/// blocks b (see [`OwnRows`]).
+/// Consumer warpgroup `c` on one segment, from ring position `start`: weight rows n0 +
+/// (B·c + b)·64 + 16w + g (+8) of its B weight blocks b (see [`OwnRows`]). `more`: another
+/// segment follows, whose stages the producer copies into the slots this one releases.
+/// Returns the ring position after the segment's stages.
 #[inline(always)]
 // `seq!` expands J to the literals 0..4, so `J > 0` reads `0 > 0`, `2 * J` reads `2 * 0`:
 // the lints fire on the expansion, not on anything to simplify.
 #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::absurd_extreme_comparisons)]
-fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, thread: u32) {
+fn consumer<R: Rows, E: Element>(
+    smem: Smem,
+    p: &Problem,
+    seg: &Segment,
+    start: RingPos,
+    more: bool,
+    c: u32,
+    thread: u32,
+) -> RingPos {
     let (w, lane) = (thread / WARP, thread % WARP);
     let (g, t) = (lane / LANES_PER_ROW, lane % LANES_PER_ROW);
-    let own = OwnRows::new(c, w, g, t, R::TILE, unit.n0);
-    // The unit's stages this warpgroup multiplies: all, or on thin tiles every other one
-    // from stage c (a thin unit has at least two stages).
+    let own = OwnRows::new(c, w, g, t, R::TILE, seg.n0);
+    // The segment's stages this warpgroup multiplies: all, or on thin tiles (whose units
+    // are one segment) every other one from stage c (a thin unit has at least two stages).
     let step = stage_step(R::TILE);
-    let (begin, end) = (unit.kb_begin + c % step, unit.kb_end);
+    let (begin, end) = (seg.kb_begin + c % step, seg.kb_end);
     let ctid = c * WARPGROUP + thread;
     // The stage's slot and lap, and its raw words and fp16x2 scales.
-    let mut ring = RingPos::start(ring_slots(R::TILE));
+    let mut ring = start;
     ring.advance_by(c % step);
     smem.full(ring.slot).wait(ring.phase);
     let weight_blocks = weight_blocks(R::TILE);
@@ -2049,12 +2218,13 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
     } else {
         stage_pairs!();
     }
-    // A unit that ended on a pair's first stage left the loop with its last step in
-    // flight and its slot held (harmless: the slot is not refilled). With pairs a stage
-    // apart only one warpgroup ends so: it releases the slot, so that no `empty` barrier
-    // is left mid-phase at exit.
+    // A segment that ended on a pair's first stage left the loop with its last step in
+    // flight and its slot held: harmless at the unit's end (the slot is not refilled),
+    // but before another segment the producer needs it back. With pairs a stage apart only
+    // one warpgroup ends so: it releases the slot, so that no `empty` barrier is left
+    // mid-phase at exit.
     wgmma::wait_group::<0>();
-    if apart && holding {
+    if holding && (apart || more) {
         smem.empty(held).arrive();
     }
     R::fence_operand(&mut acc[0]);
@@ -2069,9 +2239,9 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
         barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
         R::exchange(summed, thread, c == 1, &mut acc);
     }
-    let place = Place::new(p, unit.l, unit.m_tile, unit.n0, ctid);
+    let place = Place::new(p, seg.l, seg.m_tile, seg.n0, ctid);
     let holds = ctid < holders(R::TILE);
-    if unit.splits == 1 {
+    if seg.slot == WHOLE_TILE {
         // C through a shared-memory copy of the tile (the ring is idle once both
         // warpgroups are past their last wgmma: the first barrier), written out in whole
         // 16-byte chunks of rows.
@@ -2085,14 +2255,17 @@ fn consumer<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, t
         barrier::sync(BARRIER_CTA, CONSUMER_THREADS);
         place.write_staged(staged, R::TILE, ctid);
     } else {
-        // This split's f32 partial; the reduce launch sums the splits and writes C.
-        let partial = p.partial(unit.index, unit.split);
-        let live_rows = p.args.m - unit.m_tile * R::ROWS;
+        // This segment's f32 partial (straight from the registers: the ring may already
+        // hold the next segment's stages); the reduce launch sums a tile's partials and
+        // writes C.
+        let partial = p.partial(seg.slot);
+        let live_rows = p.args.m - seg.m_tile * R::ROWS;
         if holds {
             R::store_partial(partial, 0, ctid, live_rows, &acc[0]);
             R::store_partial(partial, 1, ctid, live_rows, &acc[1]);
         }
     }
+    ring
 }
 
 /// The first of the two activation rows (within the tile) that quad `bq` (block x quads +
@@ -2276,29 +2449,32 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % holders(R::TILE), i / holders(R::TILE));
     let block_quads = BLOCKS as u32 * quads(R::TILE);
-    let (bq, index) = (rest % block_quads, p.whole_tiles + rest / block_quads);
+    let (bq, t) = (rest % block_quads, rest / block_quads);
+    let index = p.whole_tiles + t;
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
     if m_tile * R::ROWS + quad_m(R::TILE, bq, ctid) >= p.args.m {
         // Padding rows past M: the GEMM stored nothing here.
         return;
     }
+    // The tile's partials, in K order.
+    let (slot, count) = p.split.contributors(t, p.k_stages);
     let sum = if R::TILE == Decode::TILE {
-        sum_unrolled(&p, index, bq, ctid)
+        sum_unrolled(&p, slot, count, bq, ctid)
     } else {
-        // Prefill, medium and wide tiles: 2-8 splits, summed in split order, the loads of
-        // up to four splits in flight at once.
+        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or 3 segments), summed
+        // in K order, the loads of up to four in flight at once.
         let mut sum = [0f32; 4];
         let mut first = 0;
-        while first < p.splits {
+        while first < count {
             let mut parts = [[0u32; 4]; SPLITS_IN_FLIGHT as usize];
             seq_macro::seq!(S in 0..4 {
-                if first + S < p.splits {
-                    parts[S] = memory::ld_global_v4_b32(p.partial(index, first + S) + partial_offset(R::TILE, bq, ctid));
+                if first + S < count {
+                    parts[S] = memory::ld_global_v4_b32(p.partial(slot + first + S) + partial_offset(R::TILE, bq, ctid));
                 }
             });
             seq_macro::seq!(S in 0..4 {
-                if first + S < p.splits {
+                if first + S < count {
                     seq_macro::seq!(E in 0..4 {
                         sum[E] += f32::from_bits(parts[S][E]);
                     });
@@ -2316,7 +2492,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     });
 }
 
-/// The split-order sum of one quad of a decode tile's partials, every split's quad loaded
+/// The split-order sum of one quad of a decode tile's `count` partials from slot `slot`, every split's quad loaded
 /// before the first add, with weak loads and no branch: decode tiles split 9-16 ways over
 /// only ~100 reduce CTAs, and one load after another (the loop prefill tiles use) left
 /// each thread waiting out the L2 latency once per split. Slots past the last split re-read
@@ -2325,11 +2501,11 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
 /// docs/perf-notes.md, session 12).
 #[inline(always)]
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
-fn sum_unrolled(p: &Problem, index: u32, bq: u32, ctid: u32) -> [f32; 4] {
+fn sum_unrolled(p: &Problem, slot: u32, count: u32, bq: u32, ctid: u32) -> [f32; 4] {
     let mut parts = [[0u32; 4]; MAX_DECODE_SPLITS as usize];
     seq_macro::seq!(S in 0..16 {
-        let v = memory::ld_global_v4_b32(p.partial(index, p.splits.min(S + 1) - 1) + partial_offset(p.tile, bq, ctid));
-        parts[S] = if S < p.splits { v } else { [0; 4] };
+        let v = memory::ld_global_v4_b32(p.partial(slot + count.min(S + 1) - 1) + partial_offset(p.tile, bq, ctid));
+        parts[S] = if S < count { v } else { [0; 4] };
     });
     let mut sum = [0f32; 4];
     seq_macro::seq!(S in 0..16 {
