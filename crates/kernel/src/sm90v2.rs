@@ -1850,14 +1850,96 @@ fn consume<R: Rows, E: Element>(smem: Smem, p: &Problem, unit: &Unit, c: u32, th
     }
 }
 
-/// Producer thread 0's bulk copy: stage `kb`'s activation image into `slot`, after
-/// announcing its bytes on `full[slot]`.
-#[inline(always)]
-fn issue_stage(smem: Smem, p: &Problem, seg: &Segment, kb: u32, slot: u32) {
-    let full = smem.full(slot);
-    let bytes = act_stage_bytes(p.tile);
-    full.arrive_expect_tx(bytes);
-    bulk::global_to_shared(smem.act(slot), p.image(seg.l, seg.m_tile, kb), bytes, full);
+/// Producer thread `tid`'s copies of one segment's stages, with what does not change from
+/// stage to stage computed once per segment: a loop that recomputed each row's address
+/// per stage (choosing the segment per stage) made 137 instructions per refilled stage
+/// against 89, and took 128x7168x16384 from 59.8 to 66.5 us on an H100 (docs/perf-notes.md,
+/// session 35).
+#[derive(Clone, Copy)]
+struct SegmentCopies {
+    /// Global address of the weight row of each of the thread's chunks (chunk i is
+    /// `tid + i·PRODUCER_THREADS`: row chunk / 2, half chunk % 2). A row past N is read as
+    /// row N - 1 instead: accumulator row n depends on weight row n alone and rows past N
+    /// are never stored, so any finite data will do.
+    rows: [u64; MAX_THREAD_CHUNKS],
+    /// The thread's scale chunk of stage 0 and its step per stage (both 0 where its scale
+    /// tile lies past the last row block: a `src_size` of 0 writes zeros), if it has one.
+    scales: u64,
+    scale_step: u64,
+    scale_size: u32,
+    /// The activation image of stage 0 (thread 0's bulk copies).
+    image: u64,
+}
+
+/// Weight chunks a producer thread copies per stage, at most (256 weight rows).
+const MAX_THREAD_CHUNKS: usize = 4;
+const _: () = {
+    let mut i = 0;
+    while i < TILES.len() {
+        assert!(weight_chunks(TILES[i]) / PRODUCER_THREADS <= MAX_THREAD_CHUNKS as u32);
+        assert!(
+            weight_chunks(TILES[i]).is_multiple_of(PRODUCER_THREADS) && PRODUCER_THREADS.is_multiple_of(ROW_CHUNKS)
+        );
+        i += 1;
+    }
+};
+
+impl SegmentCopies {
+    #[inline(always)]
+    fn new(p: &Problem, seg: &Segment, tid: u32) -> SegmentCopies {
+        let args = &p.args;
+        let weights = args.b + seg.l as u64 * args.n as u64 * p.row_bytes;
+        let rows = core::array::from_fn(|i| {
+            let row = (tid + i as u32 * PRODUCER_THREADS) / ROW_CHUNKS;
+            weights + (seg.n0 + row).min(args.n - 1) as u64 * p.row_bytes
+        });
+        let chunks_per_tile = layout::TILE_BYTES / CHUNK;
+        let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
+        let row_block = seg.n0 / layout::TILE_ROWS + tile;
+        let inside = row_block < layout::row_blocks(args.n);
+        let sf = args.sfb + seg.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
+        let scales = sf + layout::tile_offset(row_block, 0, p.sf_cols) + (piece * CHUNK) as u64;
+        SegmentCopies {
+            rows,
+            scales: if inside { scales } else { 0 },
+            scale_step: if inside { layout::TILE_BYTES as u64 } else { 0 },
+            scale_size: if inside { CHUNK } else { 0 },
+            image: p.image(seg.l, seg.m_tile, 0),
+        }
+    }
+
+    /// Producer thread `tid`'s share of stage `kb`'s weights: `weight_chunks /
+    /// PRODUCER_THREADS` 16-byte chunks of the tile's `block_n` x 32-byte rows (chunk c:
+    /// row c / 2, half c % 2, so a warp reads 16 whole 32-byte sectors), and for the first
+    /// `scale_chunks` threads one chunk of the stage's scale tiles, all with `cp.async`
+    /// into slot `slot`. The caller commits them as one group and arrives on `full[slot]`
+    /// once `cp.async.wait_group` has proved the group landed, so any consumer may read any
+    /// producer thread's copies after waiting on `full`. Bytes past K (a partial last
+    /// stage) and scale tiles past the last row block read as zeros.
+    #[inline(always)]
+    fn weights(&self, smem: Smem, p: &Problem, kb: u32, slot: u32, tid: u32) {
+        let half = tid % ROW_CHUNKS;
+        for i in 0..weight_chunks(p.tile) / PRODUCER_THREADS {
+            let chunk = tid + i * PRODUCER_THREADS;
+            let dst = smem.weights(slot).offset(chunk * CHUNK);
+            let byte_in_row = kb * ROW_RAW_BYTES + half * CHUNK;
+            rows::copy_chunk(dst, self.rows[i as usize], byte_in_row, p.row_bytes as u32, WEIGHT_L2_PREFETCH);
+        }
+        if tid < scale_chunks(p.tile) {
+            let dst = smem.scales(slot).offset(tid * CHUNK);
+            cp_async::cg_16(dst, self.scales + kb as u64 * self.scale_step, self.scale_size);
+        }
+    }
+
+    /// Producer thread 0's bulk copy: stage `kb`'s activation image into `slot`, after
+    /// announcing its bytes on `full[slot]`.
+    #[inline(always)]
+    fn image(&self, smem: Smem, p: &Problem, kb: u32, slot: u32) {
+        let full = smem.full(slot);
+        let bytes = act_stage_bytes(p.tile);
+        full.arrive_expect_tx(bytes);
+        bulk::global_to_shared(smem.act(slot), self.image + kb as u64 * bytes as u64, bytes, full);
+    }
 }
 
 /// The producer warpgroup (producer thread `ptid`): copies every stage of the unit (its
@@ -1879,24 +1961,33 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     // H100, docs/perf-notes.md, session 35).
     let (first, second) = (&unit.first, &unit.second);
     let first_stages = first.kb_end - first.kb_begin;
+    // (The second segment's copies are computed where they are needed: the producer has
+    // 40 registers.)
+    let first_copies = SegmentCopies::new(p, first, ptid);
     // The unit's stages i < prefill in the first segment (the others, if any, are the
     // second's first stages).
     let in_first = if prefill < first_stages { prefill } else { first_stages };
     for i in 0..in_first {
-        copy_weights(smem, p, first, first.kb_begin + i, i, ptid);
+        first_copies.weights(smem, p, first.kb_begin + i, i, ptid);
         cp_async::commit_group();
     }
-    for i in in_first..prefill {
-        copy_weights(smem, p, second, second.kb_begin + i - in_first, i, ptid);
-        cp_async::commit_group();
+    if in_first < prefill {
+        let second_copies = SegmentCopies::new(p, second, ptid);
+        for i in in_first..prefill {
+            second_copies.weights(smem, p, second.kb_begin + i - in_first, i, ptid);
+            cp_async::commit_group();
+        }
     }
     griddep::wait();
     if ptid == 0 {
         for i in 0..in_first {
-            issue_stage(smem, p, first, first.kb_begin + i, i);
+            first_copies.image(smem, p, first.kb_begin + i, i);
         }
-        for i in in_first..prefill {
-            issue_stage(smem, p, second, second.kb_begin + i - in_first, i);
+        if in_first < prefill {
+            let second_copies = SegmentCopies::new(p, second, ptid);
+            for i in in_first..prefill {
+                second_copies.image(smem, p, second.kb_begin + i - in_first, i);
+            }
         }
     }
     // `announce`: the slot (and lap) of the next stage to announce, `announced` its
@@ -1913,13 +2004,11 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     // groups older has landed. The first segment's stages past the prefill, then the
     // second's.
     let mut refill = RingPos::start(slots);
-    let refills = [
-        (first, first.kb_begin + in_first, first.kb_end),
-        (second, second.kb_begin + prefill - in_first, second.kb_end),
-    ];
-    refill_segment::<LAG>(smem, p, refills[0], &mut refill, &mut announce, ptid);
+    let kbs = (first.kb_begin + in_first, first.kb_end);
+    refill_segment::<LAG>(smem, p, &first_copies, kbs, &mut refill, &mut announce, ptid);
     if unit.segments > 1 {
-        refill_segment::<LAG>(smem, p, refills[1], &mut refill, &mut announce, ptid);
+        let kbs = (second.kb_begin + prefill - in_first, second.kb_end);
+        refill_segment::<LAG>(smem, p, &SegmentCopies::new(p, second, ptid), kbs, &mut refill, &mut announce, ptid);
     }
     // Each refill announced one stage.
     announced += stages - prefill;
@@ -1939,58 +2028,23 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
 fn refill_segment<const LAG: u32>(
     smem: Smem,
     p: &Problem,
-    (seg, kb_begin, kb_end): (&Segment, u32, u32),
+    copies: &SegmentCopies,
+    (kb_begin, kb_end): (u32, u32),
     refill: &mut RingPos,
     announce: &mut RingPos,
     ptid: u32,
 ) {
     for kb in kb_begin..kb_end {
         smem.empty(refill.slot).wait(refill.phase);
-        copy_weights(smem, p, seg, kb, refill.slot, ptid);
+        copies.weights(smem, p, kb, refill.slot, ptid);
         cp_async::commit_group();
         if ptid == 0 {
-            issue_stage(smem, p, seg, kb, refill.slot);
+            copies.image(smem, p, kb, refill.slot);
         }
         refill.advance();
         cp_async::wait_group::<LAG>();
         smem.full(announce.slot).arrive();
         announce.advance();
-    }
-}
-
-/// Producer thread `tid`'s share of stage `kb`'s weights: `weight_chunks /
-/// PRODUCER_THREADS` 16-byte chunks of the tile's `block_n` x 32-byte rows (chunk c: row
-/// c / 2, half c % 2, so a warp reads 16 whole 32-byte sectors), and for the first
-/// `scale_chunks` threads one chunk of the stage's scale tiles, all with `cp.async` into
-/// slot `slot`. The caller commits them as one group and arrives on `full[slot]` once
-/// `cp.async.wait_group` has proved the group landed, so any consumer may read any
-/// producer thread's copies after waiting on `full`.
-///
-/// A row past N is read as row N - 1 instead: accumulator row n depends on weight row n
-/// alone and rows past N are never stored, so any finite data will do. Bytes past K (a
-/// partial last stage) and scale tiles past the last row block read as zeros.
-#[inline(always)]
-fn copy_weights(smem: Smem, p: &Problem, seg: &Segment, kb: u32, slot: u32, tid: u32) {
-    let args = &p.args;
-    let weights = args.b + seg.l as u64 * args.n as u64 * p.row_bytes;
-    for i in 0..weight_chunks(p.tile) / PRODUCER_THREADS {
-        let chunk = tid + i * PRODUCER_THREADS;
-        let (row, half) = (chunk / ROW_CHUNKS, chunk % ROW_CHUNKS);
-        let n = (seg.n0 + row).min(args.n - 1);
-        let dst = smem.weights(slot).offset(row * ROW_RAW_BYTES + half * CHUNK);
-        let row = weights + n as u64 * p.row_bytes;
-        rows::copy_chunk(dst, row, kb * ROW_RAW_BYTES + half * CHUNK, p.row_bytes as u32, WEIGHT_L2_PREFETCH);
-    }
-    if tid < scale_chunks(p.tile) {
-        let chunks_per_tile = layout::TILE_BYTES / CHUNK;
-        let (tile, piece) = (tid / chunks_per_tile, tid % chunks_per_tile);
-        let row_block = seg.n0 / layout::TILE_ROWS + tile;
-        let inside = row_block < layout::row_blocks(args.n);
-        let sf = args.sfb + seg.l as u64 * layout::batch_bytes(args.n, p.sf_cols);
-        let src = sf + layout::tile_offset(row_block, kb, p.sf_cols) + (piece * CHUNK) as u64;
-        let dst = smem.scales(slot).offset(tid * CHUNK);
-        // `src_size` 0 reads nothing and writes zeros.
-        cp_async::cg_16(dst, if inside { src } else { 0 }, if inside { CHUNK } else { 0 });
     }
 }
 
