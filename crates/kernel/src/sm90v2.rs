@@ -116,9 +116,10 @@
 //! passes a tile's end goes on in the next tile, so a CTA multiplies one or two
 //! *segments* (a tile and a range of its stages), one after the other on the same ring,
 //! and stores each segment's partial; the reduce launch sums each tile's two or three
-//! partials in K order. On an H100: 512x4608x16384 137.7-139.5 → 119.1-124.2 us,
-//! 1024x7168x16384 333.7-338.3 → 313.6-316.5, 259x3072x16384 87.0-89.2 → 76.0-78.2
-//! (docs/perf-notes.md, session 35).
+//! partials in K order. On an H100, against even splits of each tile over several waves or
+//! whole tiles: 512x4608x16384 137.3-139.3 → 115.7-118.6 us, 1024x7168x16384 333.1-335.4 →
+//! 313.8-317.2, 259x3072x16384 87.3-89.3 → 72.8-74.5, but 1024x2112x16384 144.8-146.1 →
+//! 148.3-148.9 (docs/perf-notes.md, session 35, with why that one may lose).
 //!
 //! **Decode and medium tiles** ([`Rows`]). (Calls with NVFP4 activations and M ≤ 4 mostly
 //! skip this file: the host runs them on the CUDA-core GEMV, `crate::gemv`, one launch
@@ -1092,7 +1093,7 @@ pub const fn rows_for(m: u32) -> u32 {
 /// 128-row tiles more than half full (or a single wave) runs stream-K where a cost model
 /// predicts it faster ([`Decomposition::stream_k`], [`Plan::stream_k_beats`]): then
 /// `splits` is the wave's CTA count, which share the last wave's tiles' stages in equal
-/// runs (e.g. 512x4608x16384's 72 wide tiles on 132 CTAs, 137.7-139.5 → 119.1-124.2 us on
+/// runs (e.g. 512x4608x16384's 72 wide tiles on 132 CTAs, 137.3-139.3 → 115.7-118.6 us on
 /// an H100, where three splits of each tile over two waves ran before, docs/perf-notes.md,
 /// session 35).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -1464,7 +1465,7 @@ struct Segment {
 const WHOLE_TILE: u32 = u32::MAX;
 
 /// This CTA's work: one segment, or with stream-K two (the end of one split tile and
-/// the start of the next).
+/// the start of the next); with one, `second` is `first` again.
 #[derive(Clone, Copy)]
 struct Unit {
     first: Segment,
