@@ -1944,8 +1944,8 @@ impl SegmentCopies {
 }
 
 /// The producer warpgroup (producer thread `ptid`): copies every stage of the unit (its
-/// segments one after the other) into the ring, the weights and scales in 16-byte `cp.async`s (one commit group per stage),
-/// thread 0 also the image in one bulk copy, and announces each stage on its `full`
+/// segments one after the other) into the ring, the weights and scales in 16-byte
+/// `cp.async`s (one commit group per stage), thread 0 also the image in one bulk copy, and announces each stage on its `full`
 /// barrier once `cp.async.wait_group` proved the thread's copies landed, `LAG` stages
 /// after issuing them (or at the unit's end). `LAG` is [`producer_lag`] of the tile
 /// (`wait_group` takes an immediate).
@@ -1956,10 +1956,7 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     // Every slot is fresh: fill the ring. The weights are inputs: their copies go out
     // while the prologue may still be running, the images once it has completed.
     let prefill = slots.min(stages);
-    // Each segment in loops of its own, so that its tile's addresses are computed once,
-    // outside them (a loop choosing the segment per stage recomputed them: 137 instructions
-    // per refilled stage against 89, and 128x7168x16384 took 66.5 against 59.8 us on an
-    // H100, docs/perf-notes.md, session 35).
+    // Each segment in loops of its own, on its `SegmentCopies` (see there why).
     let (first, second) = (&unit.first, &unit.second);
     let first_stages = first.kb_end - first.kb_begin;
     // (The second segment's copies are computed where they are needed: the producer has
