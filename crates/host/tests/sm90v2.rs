@@ -494,7 +494,7 @@ fn stream_k_runs_cover_every_stage_once_and_the_reduce_finds_them() {
                     plans += 1;
                     let stages = sm90v2::k_stages(k);
                     let what = format!("{m}x{n}x{k} on {sms} SMs");
-                    // covered[t]: (slot, run, first, end) of each segment in tile t.
+                    // covered[t]: (slot, first stage, end) of each segment in split tile t.
                     let mut covered = vec![Vec::new(); d.split_tiles as usize];
                     for j in 0..d.splits {
                         let (t, begin, end) = d.run(j, stages);
