@@ -1382,15 +1382,10 @@ impl Decomposition {
     }
 
     /// f32 partials in the workspace: one per split of each split tile; stream-K one per
-    /// slot j + t, at most (splits - 1) + (split_tiles - 1) + 1.
+    /// slot j + t, at most (splits - 1) + (split_tiles - 1) + 1 (stream-K always has split
+    /// tiles).
     pub const fn partial_slots(&self) -> u32 {
-        if self.split_tiles == 0 {
-            0
-        } else if self.stream_k {
-            self.splits + self.split_tiles - 1
-        } else {
-            self.split_tiles * self.splits
-        }
+        if self.stream_k { self.splits + self.split_tiles - 1 } else { self.split_tiles * self.splits }
     }
 
     /// Stream-K run `j` of the split tiles' stages (`stages` per tile), in their numbering
