@@ -1128,6 +1128,12 @@ pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32, a_format: AFormat
     Plan::new(m, n, k, l, sms).entries(a_format)
 }
 
+/// Whether tiles of key `tile` ever run stream-K ([`Decomposition::stream_k`]): wide and
+/// 128-row tiles only. On the others a CTA's unit is one segment at compile time.
+const fn may_stream_k(tile: u32) -> bool {
+    tile == Wide::TILE || tile == Prefill::TILE
+}
+
 /// One call's work decomposition on one tile height. The host makes one per call
 /// ([`Plan::new`] picks the height from M, [`rows_for`]) and takes every launch from it;
 /// a kernel thread rebuilds it from its own entry point's height ([`Plan::on`]). The free
@@ -1243,7 +1249,7 @@ impl Plan {
         if 2 * tail > wave {
             // A last wave more than half full (or a single one) of wide or 128-row tiles runs
             // stream-K where the cost model predicts it faster than whole tiles.
-            let stream_k = (self.tile == Wide::TILE || self.tile == Prefill::TILE) && self.stream_k_beats(tail, stages);
+            let stream_k = may_stream_k(self.tile) && self.stream_k_beats(tail, stages);
             return if stream_k {
                 Decomposition { split_tiles: tail, splits: wave, stream_k: true }
             } else {
@@ -1469,6 +1475,10 @@ struct Unit {
 }
 
 impl Unit {
+    fn one(segment: Segment) -> Unit {
+        Unit { first: segment, second: segment, segments: 1 }
+    }
+
     /// K stages of all its segments.
     fn stages(&self) -> u32 {
         let first = self.first.kb_end - self.first.kb_begin;
@@ -1505,19 +1515,18 @@ impl Problem {
     /// their activation images) run side by side. Units: the whole tiles, one CTA each,
     /// then the split tiles' CTAs: split-fastest (the CTAs of a tile run side by side), or
     /// stream-K one run each ([`Decomposition::stream_k`]).
-    fn unit(&self) -> Unit {
+    fn unit<R: Rows>(&self) -> Unit {
         let u = special::ctaid_x();
         if u < self.whole_tiles {
             let whole = self.segment(u, 0, self.k_stages, WHOLE_TILE);
-            return Unit { first: whole, second: whole, segments: 1 };
+            return Unit::one(whole);
         }
         let (j, d, stages) = (u - self.whole_tiles, self.split, self.k_stages);
-        if !d.stream_k {
+        if !may_stream_k(R::TILE) || !d.stream_k {
             // Split j % splits of split tile j / splits: slot j.
             let (t, split) = (j / d.splits, j % d.splits);
             let (begin, end) = (split * stages / d.splits, (split + 1) * stages / d.splits);
-            let one = self.segment(self.whole_tiles + t, begin, end, j);
-            return Unit { first: one, second: one, segments: 1 };
+            return Unit::one(self.segment(self.whole_tiles + t, begin, end, j));
         }
         // Run j: stages [run_begin, run_end) of the split tiles' t·stages + kb, from split
         // tile t and, where it passes that tile's end, on in tile t + 1.
@@ -1779,7 +1788,7 @@ pub const fn entry_per_type(tile: u32) -> bool {
 pub fn gemm<R: Rows, O: Loops>(args: &GemmArgs) {
     let smem = Smem { base: special::dynamic_smem(), tile: R::TILE };
     let p = Problem::new::<R>(args);
-    let unit = p.unit();
+    let unit = p.unit::<R>();
     let tid = special::tid_x();
 
     // 1. One thread sets up the rings; the fence publishes the inits to the async proxy
