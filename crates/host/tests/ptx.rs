@@ -278,15 +278,17 @@ fn gemm_instructions(name: &str, tile: u32, body: &str) {
         // wait proved them landed (the tile's `producer_lag` newer groups in flight: below).
         "cp.async.cg.shared.global",
         "mbarrier.arrive.release.cta.shared::cta.b64",
-        // The producer gives its registers to the consumers.
-        "setmaxnreg.dec.sync.aligned.u32 40",
-        "setmaxnreg.inc.sync.aligned.u32",
+        // (The producer gives its registers to the consumers: below.)
         // Split-K partials, and whole tiles' C in 16-byte chunks from a shared-memory copy.
         "st.global.v4.b32",
         "st.shared.b16",
         "ld.shared.v4.b32",
     ] {
         assert!(body.contains(instruction), "{name} PTX lacks `{instruction}`");
+    }
+    for (op, regs) in [("dec", kernel::sm90v2::producer_regs(tile)), ("inc", kernel::sm90v2::consumer_regs(tile))] {
+        let setmaxnreg = format!("setmaxnreg.{op}.sync.aligned.u32 {regs};");
+        assert!(body.contains(&setmaxnreg), "{name} PTX lacks `{setmaxnreg}`");
     }
     let lag = format!("cp.async.wait_group {};", kernel::sm90v2::producer_lag(tile));
     assert!(body.contains(&lag), "{name} PTX lacks `{lag}`");

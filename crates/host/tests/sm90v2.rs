@@ -347,6 +347,17 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("259x3072x16384", 132, 72, 132),
         ("128x10240x8192", 132, 80, 132),
         ("128x12288x28672", 132, 96, 132),
+        // Medium tiles (M = 17..64, long K): stream-K where an even split leaves SMs idle
+        // and the runs save more than the extra partials cost (28 tiles: 4 x 28 = 112 CTAs
+        // of 64 stages against 132 of 54.3 and 47 more partials), ...
+        ("64x7168x16384", 132, 28, 132),
+        ("32x7168x28672", 132, 28, 132),
+        ("64x14336x16384", 132, 56, 132),
+        ("40x20480x16384", 132, 80, 132), // 80 tiles: more than half a wave
+        // ... not at half the K (4 x 28 of 32 stages against 132 of 27.2), nor where the
+        // even split fills the wave (33 tiles x 4).
+        ("64x7168x8192", 4, 28, 112),
+        ("64x8448x16384", 4, 33, 132),
     ];
     check_decomposition(SMS, &cases);
 }
@@ -483,7 +494,7 @@ fn a_one_wave_call_above_m_128_runs_on_128_row_tiles_under_emulation() {
 fn stream_k_runs_cover_every_stage_once_and_the_reduce_finds_them() {
     let mut plans = 0;
     for sms in [8, 78, 114, 132] {
-        for m in [128, 256, 512, 1024] {
+        for m in [32, 64, 128, 256, 512, 1024] {
             for n in (128..=20480).step_by(640) {
                 for k in [1024, 2048, 4096, 7168, 16384, 28672] {
                     let plan = sm90v2::Plan::new(m, n, k, 1, sms);
@@ -538,15 +549,35 @@ fn a_last_wave_more_than_half_full_runs_stream_k_under_emulation() {
         ("128x1664x4096", 16, "nvfp4_sm90v2_reduce"),
         ("256x640x4096", 8, "nvfp4_sm90v2_wide_reduce"),
     ] {
+        check_stream_k_under_emulation(shape, sms, (5, ctas), reduce);
+    }
+}
+
+/// Stream-K of medium tiles on 8 SMs: 7 tiles, more than half a wave, whose 896 stages 8
+/// runs share (M = 40: rows past M in the tile); and 3 tiles, which would split in two
+/// over 6 CTAs, in 8 runs of 48 stages over 128-stage tiles (3 or 4 contributors a tile).
+/// With NVFP4 and bf16 activations: the exact result.
+#[test]
+fn medium_tiles_run_stream_k_under_emulation() {
+    let sms = 8;
+    for (shape, split_tiles) in [("40x1664x8192", 7), ("64x768x8192", 3)] {
         let s: nvfp4::Shape = shape.parse().unwrap();
-        let plan = sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms);
-        assert!(plan.stream_k(), "{shape}");
-        assert_eq!((plan.split_tiles(), Kernel::Sm90v2.launch(s, sms).grid[0]), (5, ctas), "{shape}");
-        for format in [AFormat::Nvfp4, AFormat::Bf16] {
-            let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
-            assert_eq!(entries.last(), Some(&reduce), "{shape} {format:?}");
-            check_format_on(shape, format, 13, sms);
-        }
+        assert_eq!(sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms).tile, sm90v2::Medium::TILE, "{shape}");
+        check_stream_k_under_emulation(shape, sms, (split_tiles, sms), "nvfp4_sm90v2_medium_reduce");
+    }
+}
+
+/// `shape` on `sms` SMs runs stream-K with (split tiles, CTAs) `want` and the reduce entry
+/// `reduce`: the exact result under emulation with NVFP4 and bf16 activations.
+fn check_stream_k_under_emulation(shape: &str, sms: u32, want: (u32, u32), reduce: &str) {
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    let plan = sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms);
+    assert!(plan.stream_k(), "{shape}");
+    assert_eq!((plan.split_tiles(), Kernel::Sm90v2.launch(s, sms).grid[0]), want, "{shape}");
+    for format in [AFormat::Nvfp4, AFormat::Bf16] {
+        let entries: Vec<&str> = Kernel::Sm90v2.steps(s, sms, format).iter().map(|step| step.entry).collect();
+        assert_eq!(entries.last(), Some(&reduce), "{shape} {format:?}");
+        check_format_on(shape, format, 13, sms);
     }
 }
 

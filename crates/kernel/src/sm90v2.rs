@@ -53,7 +53,8 @@
 //! give 384 threads the ~220 registers a consumer needs (on wide tiles), so the launch
 //! bounds give each thread 168 ([`launch_regs`], `.maxntid` and `.maxnreg` in
 //! the PTX) and `setmaxnreg` moves them: the producer drops to [`PRODUCER_REGS`] (40),
-//! the consumers rise to [`consumer_regs`] (232). Until session 19 thread 0 of consumer
+//! the consumers rise to [`consumer_regs`] (232; 48 and 224 on medium tiles,
+//! [`MEDIUM_PRODUCER_REGS`]). Until session 19 thread 0 of consumer
 //! warp 0 issued the bulk copies and every consumer thread copied its share of the
 //! weights, waited for its own copies (`cp.async.wait_group`) and announced them on
 //! `full`, which tied each consumer warp's pace to its copies' landing and to the other
@@ -119,7 +120,12 @@
 //! partials in K order. On an H100, against even splits of each tile over several waves or
 //! whole tiles: 512x4608x16384 137.3-139.3 → 115.7-118.6 us, 1024x7168x16384 333.1-335.4 →
 //! 313.8-317.2, 259x3072x16384 87.3-89.3 → 72.8-74.5, but 1024x2112x16384 144.8-146.1 →
-//! 148.3-148.9 (docs/perf-notes.md, session 35, with why that one may lose).
+//! 148.3-148.9 (docs/perf-notes.md, session 35, with why that one may lose). Medium tiles
+//! (M = 17..64, long K) run stream-K also where their only wave is at most half full, if
+//! the model predicts it faster than their even split ([`Plan::stream_k_beats_even_split`]:
+//! 28 tiles split 4 ways fill 112 of 132 SMs): 64x7168x16384 50.1-50.3 → 49.5-49.7 us,
+//! 32x7168x16384 49.0-49.2 → 48.1-48.2, 64x7168x28672 75.7-75.8 → 71.0-71.2, and where
+//! 80 tiles left 52 SMs idle, 64x20480x16384 141.0-141.4 → 106.5-106.6 (session 36).
 //!
 //! **Decode and medium tiles** ([`Rows`]). (Calls with NVFP4 activations and M ≤ 4 mostly
 //! skip this file: the host runs them on the CUDA-core GEMV, `crate::gemv`, one launch
@@ -390,10 +396,19 @@ pub const TILES: [u32; 7] =
     [Prefill::TILE, Wide::TILE, Medium::TILE, Narrow::TILE, Thin::TILE, ThinMedium::TILE, Decode::TILE];
 /// The producer's registers after `setmaxnreg.dec`: it only computes copy addresses.
 pub const PRODUCER_REGS: u32 = 40;
+/// ...and on medium tiles, whose producer threads copy 4 weight chunks per stage and may
+/// go on to a stream-K run's second segment: with 40, ptxas spilled 48 bytes (outside the
+/// refill loop) to keep the second segment through the first. Their consumers keep 224
+/// registers, enough for their 64-row accumulators.
+pub const MEDIUM_PRODUCER_REGS: u32 = 48;
+/// The producer's registers on tiles of key `tile`.
+pub const fn producer_regs(tile: u32) -> u32 {
+    if tile == Medium::TILE { MEDIUM_PRODUCER_REGS } else { PRODUCER_REGS }
+}
 /// The consumers' registers after `setmaxnreg.inc`: what the CTA's launch allocation
 /// leaves once the producer has given its share back.
 pub const fn consumer_regs(tile: u32) -> u32 {
-    let left = launch_regs(tile) * THREADS - PRODUCER_REGS * PRODUCER_THREADS;
+    let left = launch_regs(tile) * THREADS - producer_regs(tile) * PRODUCER_THREADS;
     left / CONSUMER_THREADS / REGISTER_GRANULE * REGISTER_GRANULE
 }
 /// The register file of an SM, the allocation granule per thread, and the most a thread
@@ -438,11 +453,15 @@ const _: () = {
     while i < TILES.len() {
         let tile = TILES[i];
         let (launch, consumer) = (launch_regs(tile), consumer_regs(tile));
-        assert!(PRODUCER_REGS >= 24 && PRODUCER_REGS.is_multiple_of(REGISTER_GRANULE) && PRODUCER_REGS <= launch);
+        let producer = producer_regs(tile);
+        assert!(producer >= 24 && producer.is_multiple_of(REGISTER_GRANULE) && producer <= launch);
         assert!(consumer >= launch && consumer <= MAX_REGS && consumer.is_multiple_of(REGISTER_GRANULE));
-        assert!(tile == Decode::TILE || consumer == consumer_regs(Prefill::TILE), "one budget for 1-CTA tiles");
         assert!(
-            consumer * CONSUMER_THREADS + PRODUCER_REGS * PRODUCER_THREADS <= launch * THREADS,
+            tile == Decode::TILE || tile == Medium::TILE || consumer == consumer_regs(Prefill::TILE),
+            "one budget for the other 1-CTA tiles"
+        );
+        assert!(
+            consumer * CONSUMER_THREADS + producer * PRODUCER_THREADS <= launch * THREADS,
             "setmaxnreg moves registers within the CTA's launch allocation: an .inc past it never returns"
         );
         i += 1;
@@ -1128,10 +1147,10 @@ pub const fn entries(m: u32, n: u32, k: u32, l: u32, sms: u32, a_format: AFormat
     Plan::new(m, n, k, l, sms).entries(a_format)
 }
 
-/// Whether tiles of key `tile` ever run stream-K ([`Decomposition::stream_k`]): wide and
-/// 128-row tiles only. On the others a CTA's unit is one segment at compile time.
+/// Whether tiles of key `tile` ever run stream-K ([`Decomposition::stream_k`]): wide,
+/// 128-row and medium tiles. On the others a CTA's unit is one segment at compile time.
 const fn may_stream_k(tile: u32) -> bool {
-    tile == Wide::TILE || tile == Prefill::TILE
+    tile == Wide::TILE || tile == Prefill::TILE || tile == Medium::TILE
 }
 
 /// One call's work decomposition on one tile height. The host makes one per call
@@ -1247,8 +1266,8 @@ impl Plan {
             return Decomposition::WHOLE;
         }
         if 2 * tail > wave {
-            // A last wave more than half full (or a single one) of wide or 128-row tiles runs
-            // stream-K where the cost model predicts it faster than whole tiles.
+            // A last wave more than half full (or a single one) of wide, 128-row or medium
+            // tiles runs stream-K where the cost model predicts it faster than whole tiles.
             let stream_k = may_stream_k(self.tile) && self.stream_k_beats(tail, stages);
             return if stream_k {
                 Decomposition { split_tiles: tail, splits: wave, stream_k: true }
@@ -1258,28 +1277,56 @@ impl Plan {
         }
         let by_wave = wave / tail;
         let s = if by_wave < by_stages { by_wave } else { by_stages };
-        Decomposition { split_tiles: tail, splits: if s < cap { s } else { cap }, stream_k: false }
+        let splits = if s < cap { s } else { cap };
+        // Medium tiles split evenly may leave SMs idle for the whole call (28 tiles x 4 on
+        // 132 SMs): stream-K shares their stages over the whole wave where the model
+        // predicts it faster.
+        if self.tile == Medium::TILE && self.stream_k_beats_even_split(tail, splits) {
+            return Decomposition { split_tiles: tail, splits: wave, stream_k: true };
+        }
+        Decomposition { split_tiles: tail, splits, stream_k: false }
+    }
+
+    /// Whether stream-K over a wave can take the last wave's `tail` tiles: runs of at least
+    /// `MIN_STAGES_PER_SPLIT` stages, every run boundary (CTA index times the tail's
+    /// stages) within 32 bits.
+    const fn stream_k_fits(&self, tail: u32) -> bool {
+        let run_stages = tail as u64 * k_stages(self.k) as u64;
+        run_stages >= (MIN_STAGES_PER_SPLIT * self.wave()) as u64 && run_stages * self.wave() as u64 <= u32::MAX as u64
     }
 
     /// Whether the last wave's `tail` tiles run faster stream-K than in `best` stages (what
     /// the busiest SM walks for them otherwise): one wave of CTAs, each an equal run of
-    /// their stages, ⌈tail·stages / wave⌉, plus the reduce launch (`REDUCE_STAGES`) and the
-    /// partials (`PARTIALS_PER_STAGE`; a tile's contributors make at most wave + tail - 1).
-    /// Compared without dividing by the SM count (see [`Plan::decomposition`]). Each run
-    /// is at least `MIN_STAGES_PER_SPLIT` stages, and every run boundary (CTA index times
-    /// the tail's stages) fits 32 bits.
+    /// their stages, ⌈tail·stages / wave⌉, plus the reduce launch (`Plan::reduce_stages`)
+    /// and the partials (`PARTIALS_PER_STAGE`; a tile's contributors make at most wave +
+    /// tail - 1). Compared without dividing by the SM count (see [`Plan::decomposition`]),
+    /// where `Plan::stream_k_fits`.
     pub const fn stream_k_beats(&self, tail: u32, best: u32) -> bool {
         let (wave, stages) = (self.wave(), k_stages(self.k));
         let run_stages = tail as u64 * stages as u64;
-        if run_stages < (MIN_STAGES_PER_SPLIT * wave) as u64 || run_stages * wave as u64 > u32::MAX as u64 {
+        if !self.stream_k_fits(tail) {
             return false;
         }
         let overhead = self.reduce_stages() + (wave + tail) / PARTIALS_PER_STAGE;
         overhead < best && run_stages < ((best - overhead) * wave) as u64
     }
 
-    /// The reduce launch in stages of the tile: about as long on either tile, twice the
-    /// stages of 128 rows as of 256.
+    /// Whether the last wave's `tail` tiles (at most half a wave) run faster stream-K than
+    /// split evenly `splits` ways: the busiest SM's stages and partials, tail·stages / wave +
+    /// (wave + tail) / P against stages / splits + tail·splits / P (P =
+    /// `PARTIALS_PER_STAGE`; both end in the reduce launch), compared as fractions
+    /// multiplied by wave·splits·P (no division), where `Plan::stream_k_fits`.
+    pub const fn stream_k_beats_even_split(&self, tail: u32, splits: u32) -> bool {
+        if !self.stream_k_fits(tail) {
+            return false;
+        }
+        let (wave, stages, splits, tail) = (self.wave() as u64, k_stages(self.k) as u64, splits as u64, tail as u64);
+        let p = PARTIALS_PER_STAGE as u64;
+        splits * (tail * stages * p + wave * (wave + tail)) < wave * (stages * p + tail * splits * splits)
+    }
+
+    /// The reduce launch in stages of the tile: about as long on every tile, twice the
+    /// stages of 128 or 64 rows (whose stages take about as long) as of 256.
     const fn reduce_stages(&self) -> u32 {
         if self.tile == Wide::TILE { REDUCE_STAGES } else { 2 * REDUCE_STAGES }
     }
@@ -1372,9 +1419,10 @@ pub struct Decomposition {
     /// tiles' stages, in unit order (stage kb of split tile t is number t·stages + kb), so
     /// a run may end in one tile and go on in the next. Its part of each tile is a
     /// segment; a segment in split tile t stores its partial in slot j + t, so a tile's
-    /// contributors lie in consecutive slots, in K order. With runs of more than half a
-    /// tile (a last wave more than half full), a CTA has one or two segments and a tile
-    /// two or three contributors.
+    /// contributors lie in consecutive slots, in K order. Runs are shorter than a tile, so a
+    /// CTA has one or two segments; with runs of more than half a tile (a last wave more
+    /// than half full) a tile has two or three contributors, with the shorter runs of
+    /// medium tiles (a last wave at most half full) up to ⌈wave / tail⌉ + 1.
     pub stream_k: bool,
 }
 
@@ -1807,7 +1855,11 @@ pub fn gemm<R: Rows, O: Loops>(args: &GemmArgs) {
     //    warp diverges around the wgmmas (otherwise it serializes them).
     let warpgroup = warp::shfl_sync_idx(tid / WARPGROUP, 0);
     if warpgroup == CONSUMERS {
-        warp::setmaxnreg_dec::<PRODUCER_REGS>();
+        if R::TILE == Medium::TILE {
+            warp::setmaxnreg_dec::<{ producer_regs(Medium::TILE) }>();
+        } else {
+            warp::setmaxnreg_dec::<{ producer_regs(Prefill::TILE) }>();
+        }
         let ptid = tid - CONSUMER_THREADS;
         match producer_lag(R::TILE) {
             2 => producer::<2>(smem, &p, &unit, ptid),
@@ -1818,6 +1870,8 @@ pub fn gemm<R: Rows, O: Loops>(args: &GemmArgs) {
     }
     if R::TILE == Decode::TILE {
         warp::setmaxnreg_inc::<{ consumer_regs(Decode::TILE) }>();
+    } else if R::TILE == Medium::TILE {
+        warp::setmaxnreg_inc::<{ consumer_regs(Medium::TILE) }>();
     } else {
         warp::setmaxnreg_inc::<{ consumer_regs(Prefill::TILE) }>();
     }
@@ -1870,8 +1924,7 @@ struct SegmentCopies {
     /// The thread's scale chunk of stage 0 and its step per stage (both 0 where its scale
     /// tile lies past the last row block: a `src_size` of 0 writes zeros), if it has one.
     scales: u64,
-    scale_step: u64,
-    scale_size: u32,
+    scale_step: u32,
     /// The activation image of stage 0 (thread 0's bulk copies).
     image: u64,
 }
@@ -1907,8 +1960,7 @@ impl SegmentCopies {
         SegmentCopies {
             rows,
             scales: if inside { scales } else { 0 },
-            scale_step: if inside { layout::TILE_BYTES as u64 } else { 0 },
-            scale_size: if inside { CHUNK } else { 0 },
+            scale_step: if inside { layout::TILE_BYTES } else { 0 },
             image: p.image(seg.l, seg.m_tile, 0),
         }
     }
@@ -1932,7 +1984,10 @@ impl SegmentCopies {
         }
         if tid < scale_chunks(p.tile) {
             let dst = smem.scales(slot).offset(tid * CHUNK);
-            cp_async::cg_16(dst, self.scales + kb as u64 * self.scale_step, self.scale_size);
+            // CHUNK bytes where the step is a scale tile, none where it is 0 (one register
+            // fewer than a size of its own).
+            let size = self.scale_step / (layout::TILE_BYTES / CHUNK);
+            cp_async::cg_16(dst, self.scales + kb as u64 * self.scale_step as u64, size);
         }
     }
 
@@ -2518,7 +2573,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let sum = if R::TILE == Decode::TILE {
         sum_unrolled(&p, slot, count, bq, ctid)
     } else {
-        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or 3 segments), summed
+        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or more segments), summed
         // in K order, the loads of up to four in flight at once.
         let mut sum = [0f32; 4];
         let mut first = 0;
