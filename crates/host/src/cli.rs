@@ -502,8 +502,10 @@ pub const CORRECTNESS_SHAPES: [&str; 10] = [
 /// Shapes that break tile-multiple assumptions: M and N not multiples of 128, L > 1.
 /// (33x520x4096: sm90v2's thin 64-row tiles with split K; 4x1000x2080x2: its GEMV with
 /// a last warp load of one lane per row; 13x1000x3072x2: its mma.sync kernel, two n8
-/// halves, rows past N.)
-pub const ODD_SHAPES: [&str; 8] = [
+/// halves, rows past N; on 132 SMs, 40x7168x16384 and 200x9216x4096 run stream-K, on 28
+/// medium tiles, at most half a wave, and on 72 wide ones, more than half, with rows past
+/// M.)
+pub const ODD_SHAPES: [&str; 10] = [
     "1x1x64",
     "100x200x320",
     "129x257x128x3",
@@ -512,6 +514,8 @@ pub const ODD_SHAPES: [&str; 8] = [
     "33x520x4096",
     "4x1000x2080x2",
     "13x1000x3072x2",
+    "40x7168x16384",
+    "200x9216x4096",
 ];
 
 /// The first shapes of a selftest list that also run the [`epilogue_variants`] (and every
