@@ -2573,7 +2573,7 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let sum = if R::TILE == Decode::TILE {
         sum_unrolled(&p, slot, count, bq, ctid)
     } else {
-        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or more segments), summed
+        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or more partials), summed
         // in K order, the loads of up to four in flight at once.
         let mut sum = [0f32; 4];
         let mut first = 0;
