@@ -22,8 +22,9 @@
 //!    128B-swizzled and with K permuted as the weight fragments imply (see "K order"
 //!    below). Rows past M are zeros.
 //! 2. [`gemm`] (`nvfp4_gemm_sm90v2`): one CTA per work unit (a 128 (N) x 128 (M) tile and
-//!    a range of its K stages, or stream-K two such segments); each ring slot holds a stage's activation image (one 1-D
-//!    `cp.async.bulk` by producer thread 0) and its raw weights and scales as they lie in
+//!    a range of its K stages, or with stream-K two such segments); each ring slot holds a
+//!    stage's activation image (one 1-D `cp.async.bulk` by producer thread 0) and its raw
+//!    weights and scales as they lie in
 //!    B and SFB (16-byte `cp.async`s by the producer warpgroup); each consumer thread reads
 //!    its own rows' bytes back (the next stage's while the last step's MMA runs), converts
 //!    them per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
@@ -1302,11 +1303,10 @@ impl Plan {
     /// tail - 1). Compared without dividing by the SM count (see [`Plan::decomposition`]),
     /// where `Plan::stream_k_fits`.
     pub const fn stream_k_beats(&self, tail: u32, best: u32) -> bool {
-        let (wave, stages) = (self.wave(), k_stages(self.k));
-        let run_stages = tail as u64 * stages as u64;
         if !self.stream_k_fits(tail) {
             return false;
         }
+        let (wave, run_stages) = (self.wave(), tail as u64 * k_stages(self.k) as u64);
         let overhead = self.reduce_stages() + (wave + tail) / PARTIALS_PER_STAGE;
         overhead < best && run_stages < ((best - overhead) * wave) as u64
     }
@@ -2004,10 +2004,10 @@ impl SegmentCopies {
 
 /// The producer warpgroup (producer thread `ptid`): copies every stage of the unit (its
 /// segments one after the other) into the ring, the weights and scales in 16-byte
-/// `cp.async`s (one commit group per stage), thread 0 also the image in one bulk copy, and announces each stage on its `full`
-/// barrier once `cp.async.wait_group` proved the thread's copies landed, `LAG` stages
-/// after issuing them (or at the unit's end). `LAG` is [`producer_lag`] of the tile
-/// (`wait_group` takes an immediate).
+/// `cp.async`s (one commit group per stage), thread 0 also the image in one bulk copy,
+/// and announces each stage on its `full` barrier once `cp.async.wait_group` proved the
+/// thread's copies landed, `LAG` stages after issuing them (or at the unit's end). `LAG`
+/// is [`producer_lag`] of the tile (`wait_group` takes an immediate).
 #[inline(always)]
 fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     let stages = unit.stages();
@@ -2019,7 +2019,7 @@ fn producer<const LAG: u32>(smem: Smem, p: &Problem, unit: &Unit, ptid: u32) {
     let (first, second) = (&unit.first, &unit.second);
     let first_stages = first.kb_end - first.kb_begin;
     // (The second segment's copies are computed where they are needed: the producer has
-    // 40 registers.)
+    // few registers, `producer_regs`.)
     let first_copies = SegmentCopies::new(p, first, ptid);
     // The unit's stages i < prefill in the first segment (the others, if any, are the
     // second's first stages).
@@ -2603,10 +2603,10 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     });
 }
 
-/// The split-order sum of one quad of a decode tile's `count` partials from slot `slot`, every split's quad loaded
-/// before the first add, with weak loads and no branch: decode tiles split 9-16 ways over
-/// only ~100 reduce CTAs, and one load after another (the loop prefill tiles use) left
-/// each thread waiting out the L2 latency once per split. Slots past the last split re-read
+/// The split-order sum of one quad of a decode tile's `count` partials from slot `slot`,
+/// every split's quad loaded before the first add, with weak loads and no branch: decode
+/// tiles split 9-16 ways over only ~100 reduce CTAs, and one load after another (the
+/// loop prefill tiles use) left each thread waiting out the L2 latency once per split. Slots past the last split re-read
 /// it (an L1 hit) and add +0.0, which changes no sum (it starts at +0.0, so it is never
 /// -0.0). On prefill tiles the 4-12 re-reads cost more than the overlap gains (an H100 run,
 /// docs/perf-notes.md, session 12).
