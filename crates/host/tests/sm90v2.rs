@@ -321,7 +321,7 @@ fn two_calls_on_one_workspace(shape: &str, sms: u32, want_entries: &[&str]) {
 fn only_a_part_full_last_wave_splits_its_tiles() {
     // (shape, CTAs per split tile, split tiles, CTAs) on an H100 SXM's 132 SMs
     let cases = [
-        ("128x7168x16384", 2, 56, 112), // 56 tiles of 128 weight rows: one wave, all split
+        ("128x7168x16384", 132, 56, 132), // 56 tiles of 128 weight rows: stream-K (below)
         ("128x4096x7168", 4, 32, 128),
         ("128x7168x2048", 1, 0, 112),   // 112 thin tiles: one wave, none split
         ("2304x4608x7168", 2, 60, 384), // 324 tiles: two whole waves of 132, 60 split in two
@@ -358,6 +358,13 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         // even split fills the wave (33 tiles x 4).
         ("64x7168x8192", 4, 28, 112),
         ("64x8448x16384", 4, 33, 132),
+        // 128-row tiles the same way, with partials counted at 4 per stage rather than 8:
+        // 56 tiles x 2 = 112 CTAs of 256 stages against 132 of 108.6 and 76 more partials,
+        // ... but not at half the K (128 stages against 54.3), nor where the even split
+        // fills all but 4 SMs (128x4096x7168 above: 32 tiles x 4).
+        ("96x7168x16384", 132, 56, 132),
+        ("128x6144x12288", 132, 48, 132),
+        ("128x7168x8192", 2, 56, 112),
     ];
     check_decomposition(SMS, &cases);
 }
@@ -444,13 +451,15 @@ fn other_hoppers_get_a_grid_of_their_own_size() {
     check_decomposition(0, &[("128x7168x16384", 1, 0, 56)]);
 }
 
-/// An emulated run decomposed for a GPU of 8 SMs (3 tiles x 2 splits instead of 8) and
-/// of 1 SM (3 whole tiles, one after the other): the same exact result.
+/// An emulated run decomposed for a GPU of 8 SMs (4 tiles x 2 splits, an even split that
+/// fills the wave, where 3 tiles would run stream-K) and of 1 SM (4 whole tiles, one after
+/// the other): the same exact result.
 #[test]
 fn any_sm_count_gives_the_exact_result_under_emulation() {
-    let p = problem("100x260x4096", Distribution::GpuMode, 9);
+    let p = problem("100x400x4096", Distribution::GpuMode, 9);
     let want = reference(&p);
-    for (sms, want_ctas) in [(8, 6), (1, 3)] {
+    assert!(!sm90v2::Plan::new(p.shape.m, p.shape.n, p.shape.k, p.shape.l, 8).stream_k());
+    for (sms, want_ctas) in [(8, 8), (1, 4)] {
         assert_eq!(Kernel::Sm90v2.launch(p.shape, sms).grid[0], want_ctas, "{sms} SMs");
         let run = emulate::run_on(&p, Kernel::Sm90v2, sms).unwrap_or_else(|e| panic!("{sms} SMs: {e}"));
         let c = compare(p.shape, &run.c, &want);
@@ -567,6 +576,19 @@ fn medium_tiles_run_stream_k_under_emulation() {
         assert_eq!(sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms).tile, sm90v2::Medium::TILE, "{shape}");
         check_stream_k_under_emulation(shape, sms, (split_tiles, sms), "nvfp4_sm90v2_medium_reduce");
     }
+}
+
+/// Stream-K of 128-row tiles on 8 SMs where the even split would leave SMs idle: 3 tiles
+/// (M = 100: rows past M in the tile) that would split in two over 6 CTAs share their 384
+/// stages in 8 runs of 48 (two contributors a tile, or three). With NVFP4 and bf16
+/// activations: the exact result.
+#[test]
+fn a_half_empty_wave_of_128_row_tiles_runs_stream_k_under_emulation() {
+    let (shape, sms) = ("100x384x8192", 8);
+    let s: nvfp4::Shape = shape.parse().unwrap();
+    let plan = sm90v2::Plan::new(s.m, s.n, s.k, s.l, sms);
+    assert_eq!(plan.tile, sm90v2::Prefill::TILE, "{shape}");
+    check_stream_k_under_emulation(shape, sms, (3, sms), "nvfp4_sm90v2_reduce");
 }
 
 /// `shape` on `sms` SMs runs stream-K with (split tiles, CTAs) `want` and the reduce entry

@@ -101,8 +101,8 @@
 //! session 16).
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
-//! one CTA per SM. When the last wave is at most half full (every tile of the three M =
-//! 128 shapes; 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
+//! one CTA per SM. When the last wave is at most half full (every tile of 128x4096x7168;
+//! 60 of 2304x4608x7168's 324), [`splits`] CTAs share each of its tiles, each
 //! a contiguous range of the K stages, and store fp32 partials in the accumulators' own
 //! register order (16-byte stores, contiguous across the 256 consumer threads). A third launch,
 //! one thread per 4 accumulators of every split tile, sums the splits in split order (the
@@ -121,12 +121,15 @@
 //! partials in K order. On an H100, against even splits of each tile over several waves or
 //! whole tiles: 512x4608x16384 137.3-139.3 → 115.7-118.6 us, 1024x7168x16384 333.1-335.4 →
 //! 313.8-317.2, 259x3072x16384 87.3-89.3 → 72.8-74.5, but 1024x2112x16384 144.8-146.1 →
-//! 148.3-148.9 (docs/perf-notes.md, session 35, with why that one may lose). Medium tiles
-//! (M = 17..64, long K) run stream-K also where their only wave is at most half full, if
-//! the model predicts it faster than their even split ([`Plan::stream_k_beats_even_split`]:
-//! 28 tiles split 4 ways fill 112 of 132 SMs): 64x7168x16384 50.1-50.3 → 49.5-49.7 us,
+//! 148.3-148.9 (docs/perf-notes.md, session 35, with why that one may lose). Medium and
+//! 128-row tiles (M = 17..128, long K) run stream-K also where their only wave is at most
+//! half full, if the model predicts it faster than their even split
+//! ([`Plan::stream_k_beats_even_split`]: 28 medium tiles split 4 ways, or 56 128-row tiles
+//! split 2 ways, fill 112 of 132 SMs): 64x7168x16384 50.1-50.3 → 49.5-49.7 us,
 //! 32x7168x16384 49.0-49.2 → 48.1-48.2, 64x7168x28672 75.7-75.8 → 71.0-71.2, and where
-//! 80 tiles left 52 SMs idle, 64x20480x16384 141.0-141.4 → 106.5-106.6 (session 36).
+//! 80 tiles left 52 SMs idle, 64x20480x16384 141.0-141.4 → 106.5-106.6 (session 36);
+//! 128x7168x16384 59.7-60.5 → 58.8-59.3, 128x7168x28672 96.1-96.2 → 89.8-90.0,
+//! 128x6144x12288 48.1 → 43.5-43.9 (session 37).
 //!
 //! **Decode and medium tiles** ([`Rows`]). (Calls with NVFP4 activations and M ≤ 4 mostly
 //! skip this file: the host runs them on the CUDA-core GEMV, `crate::gemv`, one launch
@@ -1072,6 +1075,15 @@ const MIN_STAGES_PER_SPLIT: u32 = 4;
 /// session 33 (216 partials of 72 wide tiles cost ~30 stages).
 const REDUCE_STAGES: u32 = 4;
 const PARTIALS_PER_STAGE: u32 = 8;
+/// The same against an even split of a wave at most half full
+/// ([`Plan::stream_k_beats_even_split`]), fitted per tile kind to the plans measured both
+/// ways on an H100: medium tiles 8 partials per stage (docs/perf-notes.md, session 36:
+/// 64x7168x16384, 64x7168x8192, 64x14336x16384), 128-row tiles 4 (sessions 35 and 37:
+/// stream-K 0.7-1.5 us faster on 128x7168x16384, 1.7 us slower on 128x7168x8192, whose
+/// fit puts a partial at 1/4-1/5 of a stage).
+const fn even_split_partials_per_stage(tile: u32) -> u32 {
+    if tile == Prefill::TILE { 4 } else { PARTIALS_PER_STAGE }
+}
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
     block_n(tile) * rows_of(tile) * F32_BYTES
@@ -1279,10 +1291,10 @@ impl Plan {
         let by_wave = wave / tail;
         let s = if by_wave < by_stages { by_wave } else { by_stages };
         let splits = if s < cap { s } else { cap };
-        // Medium tiles split evenly may leave SMs idle for the whole call (28 tiles x 4 on
-        // 132 SMs): stream-K shares their stages over the whole wave where the model
-        // predicts it faster.
-        if self.tile == Medium::TILE && self.stream_k_beats_even_split(tail, splits) {
+        // Medium and 128-row tiles split evenly may leave SMs idle for the whole call (28
+        // medium tiles x 4, or 56 128-row ones x 2, on 132 SMs): stream-K shares their
+        // stages over the whole wave where the model predicts it faster.
+        if (self.tile == Medium::TILE || self.tile == Prefill::TILE) && self.stream_k_beats_even_split(tail, splits) {
             return Decomposition { split_tiles: tail, splits: wave, stream_k: true };
         }
         Decomposition { split_tiles: tail, splits, stream_k: false }
@@ -1314,14 +1326,14 @@ impl Plan {
     /// Whether the last wave's `tail` tiles (at most half a wave) run faster stream-K than
     /// split evenly `splits` ways: the busiest SM's stages and partials, tail·stages / wave +
     /// (wave + tail) / P against stages / splits + tail·splits / P (P =
-    /// `PARTIALS_PER_STAGE`; both end in the reduce launch), compared as fractions
-    /// multiplied by wave·splits·P (no division), where `Plan::stream_k_fits`.
+    /// `even_split_partials_per_stage`; both end in the reduce launch), compared as
+    /// fractions multiplied by wave·splits·P (no division), where `Plan::stream_k_fits`.
     pub const fn stream_k_beats_even_split(&self, tail: u32, splits: u32) -> bool {
         if !self.stream_k_fits(tail) {
             return false;
         }
         let (wave, stages, splits, tail) = (self.wave() as u64, k_stages(self.k) as u64, splits as u64, tail as u64);
-        let p = PARTIALS_PER_STAGE as u64;
+        let p = even_split_partials_per_stage(self.tile) as u64;
         splits * (tail * stages * p + wave * (wave + tail)) < wave * (stages * p + tail * splits * splits)
     }
 
