@@ -358,12 +358,14 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         // even split fills the wave (33 tiles x 4).
         ("64x7168x8192", 4, 28, 112),
         ("64x8448x16384", 4, 33, 132),
-        // 128-row tiles the same way, with partials counted at 4 per stage rather than 8:
+        // 128-row tiles the same way, with partials counted at 6 per stage rather than 8:
         // 56 tiles x 2 = 112 CTAs of 256 stages against 132 of 108.6 and 76 more partials,
-        // ... but not at half the K (128 stages against 54.3), nor where the even split
-        // fills all but 4 SMs (128x4096x7168 above: 32 tiles x 4).
+        // and of 192 against 81.5, and 48 tiles x 2 of 128 against 46.5, ... but not 56
+        // tiles at 128 stages (against 54.3), nor where the even split fills all but 4 SMs
+        // (128x4096x7168 above: 32 tiles x 4).
         ("96x7168x16384", 132, 56, 132),
-        ("128x6144x12288", 132, 48, 132),
+        ("128x7168x12288", 132, 56, 132),
+        ("128x6144x8192", 132, 48, 132),
         ("128x7168x8192", 2, 56, 112),
     ];
     check_decomposition(SMS, &cases);
@@ -444,9 +446,10 @@ fn other_hoppers_get_a_grid_of_their_own_size() {
         ],
     );
     // H20, 78 SMs: 56 tiles fill more than half a wave, so they run stream-K on 78 CTAs
-    // (184 stages each, plus 8 + 16 for the partials, predicted against 256 stages; a
-    // prediction, not measured on an H20).
-    check_decomposition(78, &[("128x7168x16384", 78, 56, 78), ("128x4096x7168", 2, 32, 64)]);
+    // (184 stages each, plus 8 + 16 for the partials, predicted against 256 stages), and
+    // 32 tiles, which would split in two over 64, too (46 stages each against 56;
+    // predictions, not measured on an H20).
+    check_decomposition(78, &[("128x7168x16384", 78, 56, 78), ("128x4096x7168", 78, 32, 78)]);
     // No SM count (GemmArgs::IDENTITY) reads as one SM: nothing splits.
     check_decomposition(0, &[("128x7168x16384", 1, 0, 56)]);
 }

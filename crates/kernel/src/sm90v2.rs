@@ -1078,11 +1078,11 @@ const PARTIALS_PER_STAGE: u32 = 8;
 /// The same against an even split of a wave at most half full
 /// ([`Plan::stream_k_beats_even_split`]), fitted per tile kind to the plans measured both
 /// ways on an H100: medium tiles 8 partials per stage (docs/perf-notes.md, session 36:
-/// 64x7168x16384, 64x7168x8192, 64x14336x16384), 128-row tiles 4 (sessions 35 and 37:
-/// stream-K 0.7-1.5 us faster on 128x7168x16384, 1.7 us slower on 128x7168x8192, whose
-/// fit puts a partial at 1/4-1/5 of a stage).
+/// 64x7168x16384, 64x7168x8192, 64x14336x16384); 128-row tiles 6, the most that keeps
+/// 128x7168x8192 on its even split (8 put it on stream-K, 1.7 us slower, session 35), and
+/// faster than 4 on each of six plans that only 6 sends to stream-K (0.4-1.6 us, session 37).
 const fn even_split_partials_per_stage(tile: u32) -> u32 {
-    if tile == Prefill::TILE { 4 } else { PARTIALS_PER_STAGE }
+    if tile == Prefill::TILE { 6 } else { PARTIALS_PER_STAGE }
 }
 /// Bytes of one split's f32 partial tile.
 const fn partial_bytes(tile: u32) -> u32 {
