@@ -359,10 +359,10 @@ fn only_a_part_full_last_wave_splits_its_tiles() {
         ("64x7168x8192", 4, 28, 112),
         ("64x8448x16384", 4, 33, 132),
         // 128-row tiles the same way, with partials counted at 6 per stage rather than 8:
-        // 56 tiles x 2 = 112 CTAs of 256 stages against 132 of 108.6 and 76 more partials,
-        // and of 192 against 81.5, and 48 tiles x 2 of 128 against 46.5, ... but not 56
-        // tiles at 128 stages (against 54.3), nor where the even split fills all but 4 SMs
-        // (128x4096x7168 above: 32 tiles x 4).
+        // 56 tiles x 2 = 112 CTAs of 128 stages against 132 of 108.6 and 76 more partials,
+        // of 96 against 81.5 at three quarters of the K, and 48 tiles x 2 of 64 against
+        // 46.5, ... but not 56 tiles x 2 of 64 (against 54.3), nor where the even split
+        // fills all but 4 SMs (128x4096x7168 above: 32 tiles x 4).
         ("96x7168x16384", 132, 56, 132),
         ("128x7168x12288", 132, 56, 132),
         ("128x6144x8192", 132, 48, 132),
