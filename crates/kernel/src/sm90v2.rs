@@ -1434,7 +1434,7 @@ pub struct Decomposition {
     /// contributors lie in consecutive slots, in K order. Runs are shorter than a tile, so a
     /// CTA has one or two segments; with runs of more than half a tile (a last wave more
     /// than half full) a tile has two or three contributors, with the shorter runs of
-    /// medium tiles (a last wave at most half full) up to ⌈wave / tail⌉ + 1.
+    /// medium and 128-row tiles (a last wave at most half full) up to ⌈wave / tail⌉ + 1.
     pub stream_k: bool,
 }
 
