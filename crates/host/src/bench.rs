@@ -546,7 +546,9 @@ pub fn row_name(kernel: Kernel, a_format: AFormat) -> String {
 }
 
 /// Times `call` like `Gemm::time`: two warm-up calls, then `iters` calls, each after an L2
-/// flush, with CUDA events around the call alone; returns the samples' median.
+/// flush, with CUDA events around the call alone; returns the samples' median. The bench
+/// times every contender, ours and the baselines, with one `Timer`: the same flush buffer
+/// before each call.
 struct Timer<'g> {
     gpu: &'g Gpu,
     flush: CudaSlice<u8>,
@@ -764,7 +766,10 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
                 let got = gemm.run(&mut d)?;
                 let v = Verification::new("cpu", &compare(shape, &got, want), unwritten(&got), got.dtype);
                 bad |= !v.passed;
-                let timing = gemm.time(&mut d, opts.iters)?;
+                // On the bench's one flush buffer, as every baseline: what a process had
+                // allocated before (so where its buffers and its flush buffer lie) moved
+                // this kernel's time by 1-1.5 us on an H100 (docs/perf-notes.md, session 38).
+                let timing = timer.time(opts.iters, || gemm.launch(&mut d))?;
                 let e = Entry::new(shape, &name, true, timing, Check::exact(v), &limits);
                 eprintln!("bench: {shape}: {:<30} {:>10.2} us  {}", name, e.median_us, e.check.summary);
                 entries.push(e);

@@ -136,8 +136,8 @@ impl<'g> Gemm<'g> {
         })
     }
 
-    /// Enqueues the launches of one call.
-    fn launch(&self, d: &mut DeviceProblem) -> Result<()> {
+    /// Enqueues the launches of one call (allocating the workspace at the first).
+    pub fn launch(&self, d: &mut DeviceProblem) -> Result<()> {
         let s = &self.gpu.stream;
         let shape = d.shape;
         let needed = self.gemms.workspace_bytes(shape) as usize;
