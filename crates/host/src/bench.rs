@@ -766,9 +766,9 @@ pub fn run(opts: &Options) -> Result<(BenchReport, bool)> {
                 let got = gemm.run(&mut d)?;
                 let v = Verification::new("cpu", &compare(shape, &got, want), unwritten(&got), got.dtype);
                 bad |= !v.passed;
-                // On the bench's one flush buffer, as every baseline: what a process had
-                // allocated before (so where its buffers and its flush buffer lie) moved
-                // this kernel's time by 1-1.5 us on an H100 (docs/perf-notes.md, session 38).
+                // On the bench's one flush buffer, as every baseline (what else a process
+                // had allocated moved this kernel's time by 1-1.5 us on an H100,
+                // docs/perf-notes.md, session 38: one method for every contender).
                 let timing = timer.time(opts.iters, || gemm.launch(&mut d))?;
                 let e = Entry::new(shape, &name, true, timing, Check::exact(v), &limits);
                 eprintln!("bench: {shape}: {:<30} {:>10.2} us  {}", name, e.median_us, e.check.summary);
