@@ -7,8 +7,9 @@ scripts/timeline/timeline.patch makes the kernels write (docs/perf-notes.md, ses
     python3 scripts/timeline/timeline.py t.bin
 
 Times are us from the first prologue CTA's start (one %globaltimer for every SM). The
-patch costs ~1 us of event time; revert it (git checkout -- crates) before measuring
-anything else."""
+patch costs ~1 us of event time (and spills 4 bytes in the medium GEMM entry's producer);
+revert it (git checkout -- crates) before measuring anything else. Refreshed in session 38
+for stream-K units (one or two segments each)."""
 
 import statistics
 import struct
@@ -16,7 +17,7 @@ import sys
 
 PROLOGUE, GEMM, REDUCE = 0, 8192, 16384  # u64 slots, as in the patch
 GEMM_EVENTS = ["CTA start", "producer past griddepcontrol.wait", "first stage ready (consumer 0)",
-               "main loop done (consumer 0)", "stores done (consumer 0)", "stores done (consumer 255)",
+               "first segment done (consumer 0)", "unit done (consumer 0)", "unit done (consumer 255)",
                "producer done"]
 
 
@@ -40,11 +41,12 @@ def main(path):
     row("prologue CTA end", [e for _, e in prologue])
     for j, name in enumerate(GEMM_EVENTS):
         row("GEMM " + name, [g[j] for g in gemm])
-    loop = [(g[3] - g[2]) / 1000 for g in gemm]
-    print(f"{'GEMM main loop (duration)':40s} {min(loop):7.2f} {statistics.median(loop):7.2f} {max(loop):7.2f}")
+    loop = [(g[4] - g[2]) / 1000 for g in gemm]
+    print(f"{'GEMM first stage to unit done (duration)':40s} {min(loop):7.2f} {statistics.median(loop):7.2f} {max(loop):7.2f}")
     if reduce:
         row("reduce CTA past griddepcontrol.wait", [s for s, _ in reduce])
-        row("reduce CTA end", [e for _, e in reduce])
+        # (A CTA whose thread 0 holds only padding rows returns before its end stamp.)
+        row("reduce CTA end", [e for _, e in reduce if e])
 
 
 if __name__ == "__main__":
