@@ -12,7 +12,6 @@
 
 use std::fmt::Write as _;
 
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::f16;
 use nvfp4::Shape;
@@ -22,7 +21,7 @@ use crate::baselines::{self, Cublas, Fp8Gemm, Fp8Output};
 use crate::dequant::{self, Dequantizer};
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::{CudaContext as _, Error, Result};
-use crate::gemm::{Gemm, Timing};
+use crate::gemm::{Gemm, Timer, Timing};
 use crate::generate::{Distribution, generate, generate_w4a16};
 use crate::kernels::Kernel;
 use crate::problem::AFormat;
@@ -542,47 +541,6 @@ pub fn row_name(kernel: Kernel, a_format: AFormat) -> String {
         AFormat::Nvfp4 => kernel.name().to_string(),
         AFormat::F16 => format!("{} w4a16", kernel.name()),
         AFormat::Bf16 => format!("{} w4a16 bf16", kernel.name()),
-    }
-}
-
-/// Times `call` like `Gemm::time`: two warm-up calls, then `iters` calls, each after an L2
-/// flush, with CUDA events around the call alone; returns the samples' median. The bench
-/// times every contender, ours and the baselines, with one `Timer`: the same flush buffer
-/// before each call.
-struct Timer<'g> {
-    gpu: &'g Gpu,
-    flush: CudaSlice<u8>,
-}
-
-impl<'g> Timer<'g> {
-    fn new(gpu: &'g Gpu) -> Result<Timer<'g>> {
-        let flush =
-            gpu.stream.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
-        Ok(Timer { gpu, flush })
-    }
-
-    fn time(&mut self, iters: usize, mut call: impl FnMut() -> Result<()>) -> Result<Timing> {
-        let s = &self.gpu.stream;
-        let ctx = &self.gpu.ctx;
-        for _ in 0..2 {
-            call()?;
-        }
-        let mut events = Vec::with_capacity(iters);
-        for _ in 0..iters.max(1) {
-            s.memset_zeros(&mut self.flush).context("flushing L2")?;
-            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
-            let stop = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
-            start.record(s).context("recording an event")?;
-            call()?;
-            stop.record(s).context("recording an event")?;
-            events.push((start, stop));
-        }
-        s.synchronize().context("waiting for the timed calls")?;
-        let mut samples_us = Vec::with_capacity(events.len());
-        for (start, stop) in &events {
-            samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);
-        }
-        Ok(Timing::from_samples(samples_us))
     }
 }
 

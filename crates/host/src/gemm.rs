@@ -179,26 +179,47 @@ impl<'g> Gemm<'g> {
     }
 
     /// Median kernel time over `iters` launches, each after flushing L2 (a memset of
-    /// twice its size), timed with CUDA events around the launch alone.
+    /// twice its size), timed with CUDA events around the launch alone ([`Timer`], on a
+    /// flush buffer of its own).
     pub fn time(&self, d: &mut DeviceProblem, iters: usize) -> Result<Timing> {
+        Timer::new(self.gpu)?.time(iters, || self.launch(d))
+    }
+}
+
+/// Times calls on one L2 flush buffer (twice L2): two warm-up calls, then `iters` calls,
+/// each after a memset of the buffer, with CUDA events around the call alone; returns the
+/// samples' median. `host bench` times every contender, ours and the baselines, with one
+/// `Timer`: the same flush buffer before each call.
+#[derive(Debug)]
+pub struct Timer<'g> {
+    gpu: &'g Gpu,
+    flush: CudaSlice<u8>,
+}
+
+impl<'g> Timer<'g> {
+    pub fn new(gpu: &'g Gpu) -> Result<Timer<'g>> {
+        let flush =
+            gpu.stream.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
+        Ok(Timer { gpu, flush })
+    }
+
+    pub fn time(&mut self, iters: usize, mut call: impl FnMut() -> Result<()>) -> Result<Timing> {
         let s = &self.gpu.stream;
         let ctx = &self.gpu.ctx;
-        let mut flush =
-            s.alloc_zeros::<u8>(2 * self.gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
         for _ in 0..2 {
-            self.launch(d)?; // warm-up: module load, first-touch, clocks
+            call()?; // warm-up: module load, first-touch, clocks
         }
         let mut events = Vec::with_capacity(iters);
         for _ in 0..iters.max(1) {
-            s.memset_zeros(&mut flush).context("flushing L2")?;
+            s.memset_zeros(&mut self.flush).context("flushing L2")?;
             let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
             let stop = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating an event")?;
             start.record(s).context("recording an event")?;
-            self.launch(d)?;
+            call()?;
             stop.record(s).context("recording an event")?;
             events.push((start, stop));
         }
-        s.synchronize().context(format!("timing {}", self.kernel()))?;
+        s.synchronize().context("waiting for the timed calls")?;
         let mut samples_us = Vec::with_capacity(events.len());
         for (start, stop) in &events {
             samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);
