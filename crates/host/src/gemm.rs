@@ -182,7 +182,7 @@ impl<'g> Gemm<'g> {
     /// twice its size), timed with CUDA events around the launch alone ([`Timer`], on a
     /// flush buffer of its own).
     pub fn time(&self, d: &mut DeviceProblem, iters: usize) -> Result<Timing> {
-        Timer::new(self.gpu)?.time(iters, || self.launch(d))
+        Timer::named(self.gpu, format!("timing {}", self.kernel()))?.time(iters, || self.launch(d))
     }
 }
 
@@ -194,13 +194,20 @@ impl<'g> Gemm<'g> {
 pub struct Timer<'g> {
     gpu: &'g Gpu,
     flush: CudaSlice<u8>,
+    /// What a failure to synchronize after the timed calls reports.
+    timing: String,
 }
 
 impl<'g> Timer<'g> {
     pub fn new(gpu: &'g Gpu) -> Result<Timer<'g>> {
+        Timer::named(gpu, "waiting for the timed calls".into())
+    }
+
+    /// A timer whose synchronize failure reports `timing`.
+    pub fn named(gpu: &'g Gpu, timing: String) -> Result<Timer<'g>> {
         let flush =
             gpu.stream.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
-        Ok(Timer { gpu, flush })
+        Ok(Timer { gpu, flush, timing })
     }
 
     pub fn time(&mut self, iters: usize, mut call: impl FnMut() -> Result<()>) -> Result<Timing> {
@@ -219,7 +226,7 @@ impl<'g> Timer<'g> {
             stop.record(s).context("recording an event")?;
             events.push((start, stop));
         }
-        s.synchronize().context("waiting for the timed calls")?;
+        s.synchronize().context(self.timing.as_str())?;
         let mut samples_us = Vec::with_capacity(events.len());
         for (start, stop) in &events {
             samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);
