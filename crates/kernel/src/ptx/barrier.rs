@@ -5,7 +5,10 @@ use core::arch::asm;
 
 /// `bar.sync id, threads;` — waits until `threads` threads (a multiple of 32) have
 /// arrived at barrier `id`; orders their earlier shared-memory accesses before the
-/// later ones.
+/// later ones. Aligned: after code that some lanes of a warp skip (`if tid == 0 { .. }`)
+/// it is safe only while LLVM keeps one copy of it, which the entry's PTX shows; a reduce
+/// that polled from thread 0 before it got two and hung an H100 (docs/perf-notes.md,
+/// session 39). New code of that shape uses [`sync_unaligned`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync(id: u32, threads: u32) {
