@@ -12,6 +12,8 @@
 # that has run the naive kernel (round 1's `--verify gpu`), or allocated anything else,
 # reads 1-1.5 us slower on 128x7168x16384 whatever the build (docs/perf-notes.md,
 # session 38). Builds are binaries built here and copied as .gpu/host-NAME.
+# ROWS_TIMEOUT=SECONDS kills a run that takes longer (it prints TIMEOUT): for builds whose
+# synchronisation is new, one hang otherwise eats the call (session 39). Unset: no limit.
 set -u
 cd "$(dirname "$0")/.."
 builds=$1 shapes=$2 rounds=${3:-3}
@@ -25,8 +27,9 @@ for r in $(seq 1 "$rounds"); do
         v=gpu
         [ "$mode" != nvfp4 ] && v=cpu
       fi
-      echo "$b $s $mode r$r $(./.gpu/host-"$b" --shape "$s" --kernel sm90v2 --mode "$mode" --iters 50 --verify $v |
-        grep -oE 'median [0-9.]+ us|FAIL|PASS' | tr '\n' ' ')"
+      out=$(timeout "${ROWS_TIMEOUT:-0}" ./.gpu/host-"$b" --shape "$s" --kernel sm90v2 --mode "$mode" --iters 50 --verify $v)
+      [ $? = 124 ] && out=TIMEOUT
+      echo "$b $s $mode r$r $(echo "$out" | grep -oE 'median [0-9.]+ us|FAIL|PASS|TIMEOUT' | tr '\n' ' ')"
     done
   done
 done
