@@ -195,7 +195,7 @@ pub struct Timer<'g> {
     gpu: &'g Gpu,
     flush: CudaSlice<u8>,
     /// What a failure to synchronize after the timed calls reports.
-    timing: String,
+    sync_failure: String,
 }
 
 impl<'g> Timer<'g> {
@@ -203,11 +203,11 @@ impl<'g> Timer<'g> {
         Timer::named(gpu, "waiting for the timed calls".into())
     }
 
-    /// A timer whose synchronize failure reports `timing`.
-    pub fn named(gpu: &'g Gpu, timing: String) -> Result<Timer<'g>> {
+    /// A timer whose synchronize failure reports `sync_failure`.
+    pub fn named(gpu: &'g Gpu, sync_failure: String) -> Result<Timer<'g>> {
         let flush =
             gpu.stream.alloc_zeros::<u8>(2 * gpu.info.l2_bytes as usize).context("allocating the L2 flush buffer")?;
-        Ok(Timer { gpu, flush, timing })
+        Ok(Timer { gpu, flush, sync_failure })
     }
 
     pub fn time(&mut self, iters: usize, mut call: impl FnMut() -> Result<()>) -> Result<Timing> {
@@ -226,7 +226,7 @@ impl<'g> Timer<'g> {
             stop.record(s).context("recording an event")?;
             events.push((start, stop));
         }
-        s.synchronize().context(self.timing.as_str())?;
+        s.synchronize().context(self.sync_failure.as_str())?;
         let mut samples_us = Vec::with_capacity(events.len());
         for (start, stop) in &events {
             samples_us.push(start.elapsed_ms(stop).context("reading an event")? as f64 * 1e3);
