@@ -49,13 +49,25 @@ impl Epilogue {
         Epilogue { factor: cvt::mul_f32(self.factor, factor), ..self }
     }
 
+    /// Whether it adds a bias vector.
+    #[inline(always)]
+    pub fn adds_bias(&self) -> bool {
+        self.bias != 0
+    }
+
+    /// `alpha · acc` in fp32, before the rounding: [`Epilogue::value`] without a bias.
+    #[inline(always)]
+    fn unbiased(&self, acc: f32) -> f32 {
+        cvt::mul_f32(cvt::mul_f32(acc, self.factor), self.alpha)
+    }
+
     /// `alpha · acc (+ bias[n])` in fp32, before the rounding.
     #[inline(always)]
     pub fn value(&self, acc: f32, n: u32) -> f32 {
-        let acc = cvt::mul_f32(acc, self.factor);
         if self.bias == 0 {
-            return cvt::mul_f32(acc, self.alpha);
+            return self.unbiased(acc);
         }
+        let acc = cvt::mul_f32(acc, self.factor);
         let bits = memory::ld_global_nc_u16(self.bias + (n * OUT_BYTES) as u64);
         let bias = match self.out {
             OutDtype::F16 => cvt::f32_from_f16(bits),
@@ -78,7 +90,20 @@ impl Epilogue {
     /// Column `n` alone (a row's last column when N is odd, or any column of a naive thread).
     #[inline(always)]
     pub fn one(&self, acc: f32, n: u32) -> u16 {
-        let v = self.value(acc, n);
+        self.rounded(self.value(acc, n))
+    }
+
+    /// [`Epilogue::one`] of an epilogue that adds no bias ([`Epilogue::adds_bias`]): the
+    /// same value, with no test.
+    #[inline(always)]
+    pub fn one_unbiased(&self, acc: f32) -> u16 {
+        debug_assert!(!self.adds_bias());
+        self.rounded(self.unbiased(acc))
+    }
+
+    /// `v` rounded to C's type.
+    #[inline(always)]
+    fn rounded(&self, v: f32) -> u16 {
         match self.out {
             OutDtype::F16 => cvt::f16_from_f32(v),
             // The pair conversion's low half: one instruction on every architecture.

@@ -98,7 +98,10 @@
 //! rows padded by one chunk against bank conflicts), which the CTA then writes out in
 //! 16-byte chunks, a warp 512 contiguous bytes of whole rows (`Place::write_staged`):
 //! 2304x4608x7168 took 221.5 us against 229-230.5 direct on an H100 (docs/perf-notes.md,
-//! session 16).
+//! session 16). Where the tile lies inside C and no bias is added (the common case), the
+//! staging is straight-line code, with no test per value (`Place::stage_plain`): the CTA's
+//! tensor cores idle while it runs, and the tested version took ~2 us per tile
+//! (session 40).
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of 128x4096x7168;
@@ -948,9 +951,15 @@ macro_rules! tile_rows {
             }
             #[inline(always)]
             fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &[f32; $acc]) {
-                seq_macro::seq!(V in 0..$acc {
-                    place.stage(staged, b, V, acc[V]);
-                });
+                if place.plain_inside(Self::TILE) {
+                    seq_macro::seq!(V in 0..$acc {
+                        place.stage_plain(staged, b, V, acc[V]);
+                    });
+                } else {
+                    seq_macro::seq!(V in 0..$acc {
+                        place.stage(staged, b, V, acc[V]);
+                    });
+                }
             }
             #[inline(always)]
             #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
@@ -2492,6 +2501,27 @@ impl Place {
         let n = self.n_base + b * self.block_n_step + 8 * ((v / 2) % 2);
         let m = self.m_base + b * self.block_m_step + 8 * (v / 4) + v % 2;
         (n, m)
+    }
+
+    /// Whether the whole tile (of key `tile`) lies inside C and the epilogue adds no bias:
+    /// then [`Place::stage_plain`] stages every accumulator. Per value, the test of its
+    /// place and of the bias made ptxas branch around each one (a convergence barrier
+    /// and the constants reloaded per value, one value's instructions after another's):
+    /// a CTA's epilogue took 2.1 us on 128x7168x2048 and 5.5-6.6 us per wide tile of
+    /// 2304x4608x7168 on an H100, its tensor cores idle; without the tests those calls
+    /// took 15.2-15.4 against 16.7-17.4 us and 206.7-207.1 against 212.5-213.6
+    /// (docs/perf-notes.md, session 40).
+    #[inline(always)]
+    fn plain_inside(&self, tile: u32) -> bool {
+        !self.epilogue.adds_bias() && self.m0 + rows_of(tile) <= self.m_count && self.n0 + block_n(tile) <= self.n_count
+    }
+
+    /// [`Place::stage`] where [`Place::plain_inside`] holds: no test, no load.
+    #[inline(always)]
+    fn stage_plain(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
+        let (n, m) = self.position(b, v);
+        let offset = (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES;
+        memory::st_shared_b16(staged.offset(offset), self.epilogue.one_unbiased(value));
     }
 
     /// Stages accumulator `v` of block `b` through the epilogue at its place in the tile's
