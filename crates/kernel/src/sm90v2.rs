@@ -2520,8 +2520,7 @@ impl Place {
     #[inline(always)]
     fn stage_plain(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
         let (n, m) = self.position(b, v);
-        let offset = (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES;
-        memory::st_shared_b16(staged.offset(offset), self.epilogue.one_unbiased(value));
+        memory::st_shared_b16(staged.offset(self.staged_offset(n, m)), self.epilogue.one_unbiased(value));
     }
 
     /// Stages accumulator `v` of block `b` through the epilogue at its place in the tile's
@@ -2530,9 +2529,14 @@ impl Place {
     fn stage(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
         let (n, m) = self.position(b, v);
         if n < self.n_count && m < self.m_count {
-            let offset = (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES;
-            memory::st_shared_b16(staged.offset(offset), self.epilogue.one(value, n));
+            memory::st_shared_b16(staged.offset(self.staged_offset(n, m)), self.epilogue.one(value, n));
         }
+    }
+
+    /// Byte offset of C's (m, n), a place of this tile, in the tile's shared-memory copy.
+    #[inline(always)]
+    fn staged_offset(&self, n: u32, m: u32) -> u32 {
+        (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES
     }
 
     /// Writes the staged `rows`-row tile to C: consumer thread `ctid` takes every
