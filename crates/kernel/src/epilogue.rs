@@ -61,19 +61,40 @@ impl Epilogue {
         cvt::mul_f32(cvt::mul_f32(acc, self.factor), self.alpha)
     }
 
+    /// `alpha · acc + bias` in fp32, before the rounding, `bias` one of [`Epilogue::bias_at`].
+    #[inline(always)]
+    fn biased(&self, acc: f32, bias: f32) -> f32 {
+        self.biased_scaled(cvt::mul_f32(acc, self.factor), bias)
+    }
+
+    /// [`Epilogue::biased`] of `acc` already multiplied by the factor.
+    #[inline(always)]
+    fn biased_scaled(&self, scaled: f32, bias: f32) -> f32 {
+        cvt::fma_f32(scaled, self.alpha, bias)
+    }
+
+    /// `bias[n]`, widened exactly to fp32. Only for an epilogue that adds a bias
+    /// ([`Epilogue::adds_bias`]), and `n` inside N.
+    #[inline(always)]
+    pub fn bias_at(&self, n: u32) -> f32 {
+        debug_assert!(self.adds_bias());
+        let bits = memory::ld_global_nc_u16(self.bias + (n * OUT_BYTES) as u64);
+        match self.out {
+            OutDtype::F16 => cvt::f32_from_f16(bits),
+            OutDtype::Bf16 => nvfp4::epilogue::bf16_to_f32(bits),
+        }
+    }
+
     /// `alpha · acc (+ bias[n])` in fp32, before the rounding.
     #[inline(always)]
     pub fn value(&self, acc: f32, n: u32) -> f32 {
         if self.bias == 0 {
             return self.unbiased(acc);
         }
-        let acc = cvt::mul_f32(acc, self.factor);
-        let bits = memory::ld_global_nc_u16(self.bias + (n * OUT_BYTES) as u64);
-        let bias = match self.out {
-            OutDtype::F16 => cvt::f32_from_f16(bits),
-            OutDtype::Bf16 => nvfp4::epilogue::bf16_to_f32(bits),
-        };
-        cvt::fma_f32(acc, self.alpha, bias)
+        // The factor's multiply before the bias's load (the order the reduce launch's
+        // SASS was measured with).
+        let scaled = cvt::mul_f32(acc, self.factor);
+        self.biased_scaled(scaled, self.bias_at(n))
     }
 
     /// Columns `n` and `n + 1` of a row, as one 32-bit word (column `n` in the low half).
@@ -99,6 +120,14 @@ impl Epilogue {
     pub fn one_unbiased(&self, acc: f32) -> u16 {
         debug_assert!(!self.adds_bias());
         self.rounded(self.unbiased(acc))
+    }
+
+    /// [`Epilogue::one`] of an epilogue that adds a bias, given the column's bias
+    /// ([`Epilogue::bias_at`]): the same value, with no test and no load.
+    #[inline(always)]
+    pub fn one_biased(&self, acc: f32, bias: f32) -> u16 {
+        debug_assert!(self.adds_bias());
+        self.rounded(self.biased(acc, bias))
     }
 
     /// `v` rounded to C's type.

@@ -94,14 +94,14 @@
 //! **Epilogue.** In the accumulator layout a thread's values of C are 2-byte pieces of
 //! four rows, so storing them directly writes each 32-byte sector in halves, 2 bytes per
 //! lane. A whole tile's accumulators go instead through the epilogue (alpha, bias, fp16
-//! or bf16) into a shared-memory copy of its C block in the idle ring (`Place::stage`,
+//! or bf16) into a shared-memory copy of its C block in the idle ring (`Place::stage_bits`,
 //! rows padded by one chunk against bank conflicts), which the CTA then writes out in
 //! 16-byte chunks, a warp 512 contiguous bytes of whole rows (`Place::write_staged`):
 //! 2304x4608x7168 took 221.5 us against 229-230.5 direct on an H100 (docs/perf-notes.md,
-//! session 16). Where the tile lies inside C and no bias is added (the common case), the
-//! staging is straight-line code, with no test per value (`Place::stage_plain`): the CTA's
-//! tensor cores idle while it runs, and the tested version took ~2 us per tile
-//! (session 40).
+//! session 16). The staging is straight-line code, with no test per value (values past M
+//! or N land in the copy and stay there; `Place::stage_unbiased`, `Place::stage_biased`):
+//! the CTA's tensor cores idle while it runs, and a version that tested each value took
+//! ~2 us per tile (session 40).
 //!
 //! **Split K** (launch 3, [`reduce`], `nvfp4_sm90v2_reduce`). The tiles run in waves of
 //! one CTA per SM. When the last wave is at most half full (every tile of 128x4096x7168;
@@ -677,7 +677,7 @@ pub trait Rows: Copy {
     fn fence_operand(acc: &mut Self::Acc);
     /// Stages block `b`'s accumulators through the epilogue into the tile's shared-memory
     /// copy of C (unrolled: a runtime index would put them in local memory; see
-    /// `Place::stage`).
+    /// `Place::stage_bits`).
     fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &Self::Acc);
     /// Stores block `b`'s accumulators as f32 quads at `partial` (unrolled), those of the
     /// tile's first `live_rows` activation rows (the rest are padding past M, which no
@@ -950,14 +950,16 @@ macro_rules! tile_rows {
                 wgmma::fence_operand(acc);
             }
             #[inline(always)]
+            #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
             fn stage(place: &Place, staged: SmemAddr, b: u32, acc: &[f32; $acc]) {
-                if place.plain_inside(Self::TILE) {
+                if place.epilogue.adds_bias() {
+                    let bias = place.block_bias(b);
                     seq_macro::seq!(V in 0..$acc {
-                        place.stage_plain(staged, b, V, acc[V]);
+                        place.stage_biased(staged, b, V, acc[V], bias[(V / 2) % 2]);
                     });
                 } else {
                     seq_macro::seq!(V in 0..$acc {
-                        place.stage(staged, b, V, acc[V]);
+                        place.stage_unbiased(staged, b, V, acc[V]);
                     });
                 }
             }
@@ -2503,40 +2505,45 @@ impl Place {
         (n, m)
     }
 
-    /// Whether the whole tile (of key `tile`) lies inside C and the epilogue adds no bias:
-    /// then [`Place::stage_plain`] stages every accumulator. Per value, the test of its
-    /// place and of the bias made ptxas branch around each one (a convergence barrier
-    /// and the constants reloaded per value, one value's instructions after another's):
-    /// a CTA's epilogue took 2.1 us on 128x7168x2048 and 5.5-6.6 us per wide tile of
-    /// 2304x4608x7168 on an H100, its tensor cores idle; without the tests those calls
-    /// took 15.2-15.4 against 16.7-17.4 us and 206.7-207.1 against 212.5-213.6
-    /// (docs/perf-notes.md, session 40).
+    // Staging a tile's accumulators is straight-line code: no test of a value's place
+    // against M and N, no per-value test of the bias. A value past M or N lands in the
+    // tile's own shared copy, which `write_staged` does not write out; the bias of such a
+    // column is read at the last column instead, so no load leaves the vector. Tested per
+    // value, ptxas branched around each one (a convergence barrier and the constants
+    // reloaded per value): a CTA's epilogue took 2.1 us on 128x7168x2048 and 5.5-6.6 us
+    // per wide tile of 2304x4608x7168 on an H100, its tensor cores idle; without the tests
+    // those calls took 15.2-15.4 against 16.7-17.4 us and 206.7-207.1 against 212.5-213.6
+    // (docs/perf-notes.md, session 40).
+
+    /// The bias of the two columns of block `b` that this thread's accumulators lie in
+    /// (registers v with (v / 2) % 2 = 0 and 1); a column past N reads the last one's.
     #[inline(always)]
-    fn plain_inside(&self, tile: u32) -> bool {
-        !self.epilogue.adds_bias() && self.m0 + rows_of(tile) <= self.m_count && self.n0 + block_n(tile) <= self.n_count
+    fn block_bias(&self, b: u32) -> [f32; 2] {
+        let last = self.n_count - 1;
+        let n = self.n_base + b * self.block_n_step;
+        [self.epilogue.bias_at(n.min(last)), self.epilogue.bias_at((n + 8).min(last))]
     }
 
-    /// [`Place::stage`] where [`Place::plain_inside`] holds: no test, no load.
+    /// Stages accumulator `v` of block `b` through an epilogue that adds no bias at its
+    /// place in the tile's shared-memory copy of C.
     #[inline(always)]
-    fn stage_plain(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
+    fn stage_unbiased(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
+        self.stage_bits(staged, b, v, self.epilogue.one_unbiased(value));
+    }
+
+    /// [`Place::stage_unbiased`] for an epilogue that adds `bias`, the column's entry of
+    /// [`Place::block_bias`].
+    #[inline(always)]
+    fn stage_biased(&self, staged: SmemAddr, b: u32, v: u32, value: f32, bias: f32) {
+        self.stage_bits(staged, b, v, self.epilogue.one_biased(value, bias));
+    }
+
+    /// Stores the C bits of accumulator `v` of block `b` at its place in the tile's
+    /// shared-memory copy.
+    #[inline(always)]
+    fn stage_bits(&self, staged: SmemAddr, b: u32, v: u32, bits: u16) {
         let (n, m) = self.position(b, v);
-        memory::st_shared_b16(staged.offset(self.staged_offset(n, m)), self.epilogue.one_unbiased(value));
-    }
-
-    /// Stages accumulator `v` of block `b` through the epilogue at its place in the tile's
-    /// shared-memory copy of C, if it lies inside C.
-    #[inline(always)]
-    fn stage(&self, staged: SmemAddr, b: u32, v: u32, value: f32) {
-        let (n, m) = self.position(b, v);
-        if n < self.n_count && m < self.m_count {
-            memory::st_shared_b16(staged.offset(self.staged_offset(n, m)), self.epilogue.one(value, n));
-        }
-    }
-
-    /// Byte offset of C's (m, n), a place of this tile, in the tile's shared-memory copy.
-    #[inline(always)]
-    fn staged_offset(&self, n: u32, m: u32) -> u32 {
-        (m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES
+        memory::st_shared_b16(staged.offset((m - self.m0) * self.staged_row + (n - self.n0) * OUT_BYTES), bits);
     }
 
     /// Writes the staged `rows`-row tile to C: consumer thread `ctid` takes every
