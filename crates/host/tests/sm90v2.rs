@@ -760,3 +760,20 @@ fn an_alpha_near_the_top_of_f32_is_not_overflowed_by_the_weights_power_of_two() 
         assert!(c.bit_exact, "{what}: {c}");
     }
 }
+
+/// A reduce thread sums two quads where the reduce launch keeps a CTA for every SM, one
+/// elsewhere: 100x400x4096 on 8 SMs (4 tiles x 2 splits, 32 reduce CTAs of two quads, a
+/// thread's second quad past M where its first is not) and on 32 SMs (7 tiles stream-K,
+/// 56 CTAs of one quad), both exact under emulation; the benchmark's 128x7168x16384 on 132
+/// SMs takes two.
+#[test]
+fn reduce_threads_sum_two_quads_where_the_launch_fills_the_sms() {
+    let shape: nvfp4::Shape = "100x400x4096".parse().unwrap();
+    for (sms, quads, ctas) in [(8, 2, 32), (32, 1, 56)] {
+        let plan = sm90v2::Plan::new(shape.m, shape.n, shape.k, shape.l, sms);
+        assert_eq!((plan.reduce_quads(), plan.reduce_launch().grid[0]), (quads, ctas), "{sms} SMs");
+        check_format_on("100x400x4096", AFormat::Nvfp4, 17, sms);
+    }
+    let plan = sm90v2::Plan::new(128, 7168, 16384, 1, SMS);
+    assert_eq!((plan.reduce_quads(), plan.reduce_launch().grid[0]), (2, 448));
+}

@@ -1388,10 +1388,19 @@ impl Plan {
         }
     }
 
-    /// The reduce launch: one thread per partial quad of every split tile.
+    /// Quads each thread of the reduce launch sums: [`REDUCE_QUADS`] where the launch then
+    /// still has a CTA for every SM, else one (as on decode tiles, whose threads sum up to
+    /// 16 splits of one).
+    pub const fn reduce_quads(&self) -> u32 {
+        let ctas = self.split_tiles() * reduce_threads_per_tile(self.tile) / REDUCE_THREADS;
+        if self.tile != Decode::TILE && ctas / REDUCE_QUADS >= self.sms { REDUCE_QUADS } else { 1 }
+    }
+
+    /// The reduce launch: one thread per [`Plan::reduce_quads`] partial quads of every
+    /// split tile.
     pub const fn reduce_launch(&self) -> Launch {
-        let quads = self.split_tiles() * BLOCKS as u32 * quads(self.tile) * holders(self.tile);
-        Launch { grid: [quads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
+        let threads = self.split_tiles() * reduce_threads_per_tile(self.tile) / self.reduce_quads();
+        Launch { grid: [threads / REDUCE_THREADS, 1, 1], block: [REDUCE_THREADS, 1, 1], dynamic_smem: 0 }
     }
 
     /// The entry points of the call's launches with A in `a_format`: (prologue, GEMM,
@@ -1513,6 +1522,8 @@ struct Problem {
     /// Tiles before the first split tile (unit order), and how the split ones are shared.
     whole_tiles: u32,
     split: Decomposition,
+    /// Quads each reduce thread sums ([`Plan::reduce_quads`]).
+    reduce_quads: u32,
     k_stages: u32,
     /// Bytes per row of A and B.
     row_bytes: u64,
@@ -1576,6 +1587,7 @@ impl Problem {
             m_tiles,
             whole_tiles: plan.tiles() - split.split_tiles,
             split,
+            reduce_quads: plan.reduce_quads(),
             k_stages: k_stages(args.k),
             row_bytes: (args.k / 2) as u64,
             sf_cols: args.k / SF_VECTOR,
@@ -2575,14 +2587,32 @@ impl Place {
         }
     }
 
-    /// Stores accumulator `v` of block `b`, if it lies inside C.
+    /// Stores quad `q` of block `b` (accumulators 4q..4q + 3, `values`) through the
+    /// epilogue, those inside C. As in staging, the epilogue is straight-line code (the
+    /// quad's two bias columns loaded once) and only the stores are predicated: tested per
+    /// value around a load, ptxas branched around each one.
     #[inline(always)]
-    fn store(&self, b: u32, v: u32, value: f32) {
-        let (n, m) = self.position(b, v);
-        if n < self.n_count && m < self.m_count {
-            let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
-            memory::st_global_b16(addr, self.epilogue.one(value, n));
+    #[allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op)] // `seq!` literals
+    fn store_quad(&self, b: u32, q: u32, values: [f32; 4]) {
+        let mut bits = [0u16; 4];
+        if self.epilogue.adds_bias() {
+            let bias = self.block_bias(b);
+            seq_macro::seq!(E in 0..4 {
+                // Register 4q + E lies in column (E / 2) % 2 of the block's two.
+                bits[E] = self.epilogue.one_biased(values[E], bias[(E / 2) % 2]);
+            });
+        } else {
+            seq_macro::seq!(E in 0..4 {
+                bits[E] = self.epilogue.one_unbiased(values[E]);
+            });
         }
+        seq_macro::seq!(E in 0..4 {
+            let (n, m) = self.position(b, 4 * q + E);
+            if n < self.n_count && m < self.m_count {
+                let addr = self.c + (m as u64 * self.n_count as u64 + n as u64) * OUT_BYTES as u64;
+                memory::st_global_b16(addr, bits[E]);
+            }
+        });
     }
 }
 
@@ -2590,19 +2620,46 @@ impl Place {
 // Launch 3 (split K only): the sum of the partials
 // ---------------------------------------------------------------------------------------
 
-/// Partials whose loads a prefill, medium or wide [`reduce`] thread keeps in flight.
+/// Splits whose partials a prefill, medium or wide [`reduce`] thread loads at once.
 const SPLITS_IN_FLIGHT: u32 = 4;
 const _: () = assert!(SPLITS_IN_FLIGHT == 4, "the `seq!` loops of `reduce`");
+
+/// Quads a prefill, medium or wide [`reduce`] thread sums where the launch still gives every
+/// SM a CTA ([`Plan::reduce_quads`]; decode threads sum one quad of up to 16 splits,
+/// `sum_unrolled`). A thread first works out its tile, the tile's partial slots and its
+/// place in C, some 300 instructions of divisions and index arithmetic, three quarters of a
+/// one-quad thread's; two quads share them. On an H100, against one quad per thread:
+/// 128x7168x16384 58.8 → 58.4 us, 2304x4608x7168 206.5-206.9 → 205.8-206.0; four quads
+/// took 58.2-58.4 there but lost 0.2 us on 64x7168x16384 (56 CTAs) and 1.1 us on
+/// 100x260x4096 (docs/perf-notes.md, session 41).
+const REDUCE_QUADS: u32 = 2;
+const _: () = assert!(REDUCE_QUADS == 2, "the `seq!` loops of `reduce`");
 
 /// Threads of a [`reduce`] CTA.
 const REDUCE_THREADS: u32 = 256;
 const _: () = assert!(MAX_DECODE_SPLITS == 16, "`sum_unrolled`'s `seq!` loads 16 splits");
-const _: () = assert!((BLOCKS as u32 * quads(Decode::TILE) * CONSUMER_THREADS).is_multiple_of(REDUCE_THREADS));
 
-/// Sums one quad of a tile's partials in split order (so the result does not depend on
-/// which CTA finished first) and writes its 4 values to C. All SMs share the work; the
-/// first version had the last CTA of each tile read all its tile's partials: one SM
-/// reading 4-8 x 128 KiB took ~17 us, a quarter of the big shape's time.
+/// [`reduce`] threads per split tile of key `tile` with one quad per thread.
+const fn reduce_threads_per_tile(tile: u32) -> u32 {
+    BLOCKS as u32 * quads(tile) * holders(tile)
+}
+const _: () = {
+    let mut i = 0;
+    while i < TILES.len() {
+        let tile = TILES[i];
+        assert!((BLOCKS as u32 * quads(tile)).is_multiple_of(REDUCE_QUADS), "whole groups of quads");
+        let threads = reduce_threads_per_tile(tile) / REDUCE_QUADS;
+        assert!(threads.is_multiple_of(REDUCE_THREADS), "whole reduce CTAs per tile");
+        i += 1;
+    }
+};
+
+/// Sums quads of a tile's partials in split order (so the result does not depend on which
+/// CTA finished first) and writes their values to C. All SMs share the work; the first
+/// version had the last CTA of each tile read all its tile's partials: one SM reading 4-8 x
+/// 128 KiB took ~17 us, a quarter of the big shape's time. Consumer thread `ctid`'s quads
+/// lie 16 bytes apart across the 256 (or 128) threads of a partial, so a warp's load of one
+/// quad is 512 contiguous bytes.
 #[inline(always)]
 #[allow(clippy::identity_op, clippy::erasing_op)] // `seq!` literals
 pub fn reduce<R: Rows>(args: &GemmArgs) {
@@ -2612,47 +2669,59 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % holders(R::TILE), i / holders(R::TILE));
-    let block_quads = BLOCKS as u32 * quads(R::TILE);
-    let (bq, t) = (rest % block_quads, rest / block_quads);
+    // Each thread sums `per_thread` consecutive quads of one tile: `groups` per tile.
+    let (per_thread, block_quads) = (p.reduce_quads, BLOCKS as u32 * quads(R::TILE));
+    let groups = if per_thread == 1 { block_quads } else { block_quads / REDUCE_QUADS };
+    let (group, t) = (rest % groups, rest / groups);
     let index = p.whole_tiles + t;
     let (n_tile, rest) = (index % p.n_tiles, index / p.n_tiles);
     let (m_tile, l) = (rest % p.m_tiles, rest / p.m_tiles);
-    if m_tile * R::ROWS + quad_m(R::TILE, bq, ctid) >= p.args.m {
-        // Padding rows past M: the GEMM stored nothing here.
-        return;
-    }
     // The tile's partials, in K order.
     let (slot, count) = p.split.contributors(t, p.k_stages);
-    let sum = if R::TILE == Decode::TILE {
-        sum_unrolled(&p, slot, count, bq, ctid)
-    } else {
-        // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or more partials), summed
-        // in K order, the loads of up to four in flight at once.
-        let mut sum = [0f32; 4];
-        let mut first = 0;
-        while first < count {
-            let mut parts = [[0u32; 4]; SPLITS_IN_FLIGHT as usize];
-            seq_macro::seq!(S in 0..4 {
-                if first + S < count {
-                    parts[S] = memory::ld_global_v4_b32(p.partial(slot + first + S) + partial_offset(R::TILE, bq, ctid));
-                }
-            });
+    let place = Place::new(&p, l, m_tile, n_tile * block_n(R::TILE), ctid);
+    // Quads of padding rows past M: the GEMM stored nothing there.
+    let live = |bq: u32| m_tile * R::ROWS + quad_m(R::TILE, bq, ctid) < p.args.m;
+    if R::TILE == Decode::TILE {
+        let bq = group;
+        if live(bq) {
+            place.store_quad(bq / quads(R::TILE), bq % quads(R::TILE), sum_unrolled(&p, slot, count, bq, ctid));
+        }
+        return;
+    }
+    // Prefill, medium and wide tiles: 2-8 splits (stream-K: 2 or more partials) of
+    // `per_thread` quads, summed in K order, the loads of up to four splits of every quad
+    // in flight at once.
+    let first_bq = group * per_thread;
+    let mut sums = [[0f32; 4]; REDUCE_QUADS as usize];
+    let mut first = 0;
+    while first < count {
+        let mut parts = [[[0u32; 4]; SPLITS_IN_FLIGHT as usize]; REDUCE_QUADS as usize];
+        seq_macro::seq!(Q in 0..2 {
+            if Q < per_thread && live(first_bq + Q) {
+                seq_macro::seq!(S in 0..4 {
+                    if first + S < count {
+                        let at = p.partial(slot + first + S) + partial_offset(R::TILE, first_bq + Q, ctid);
+                        parts[Q][S] = memory::ld_global_v4_b32(at);
+                    }
+                });
+            }
+        });
+        seq_macro::seq!(Q in 0..2 {
             seq_macro::seq!(S in 0..4 {
                 if first + S < count {
                     seq_macro::seq!(E in 0..4 {
-                        sum[E] += f32::from_bits(parts[S][E]);
+                        sums[Q][E] += f32::from_bits(parts[Q][S][E]);
                     });
                 }
             });
-            first += SPLITS_IN_FLIGHT;
+        });
+        first += SPLITS_IN_FLIGHT;
+    }
+    seq_macro::seq!(Q in 0..2 {
+        let bq = first_bq + Q;
+        if Q < per_thread && live(bq) {
+            place.store_quad(bq / quads(R::TILE), bq % quads(R::TILE), sums[Q]);
         }
-        sum
-    };
-    let place = Place::new(&p, l, m_tile, n_tile * block_n(R::TILE), ctid);
-    let (b, q) = (bq / quads(R::TILE), bq % quads(R::TILE));
-    // Unrolled: a runtime index would put `sum` in local memory.
-    seq_macro::seq!(E in 0..4 {
-        place.store(b, 4 * q + E, sum[E]);
     });
 }
 
