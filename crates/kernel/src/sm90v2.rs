@@ -2629,9 +2629,9 @@ const _: () = assert!(SPLITS_IN_FLIGHT == 4, "the `seq!` loops of `reduce`");
 /// `sum_unrolled`). A thread first works out its tile, the tile's partial slots and its
 /// place in C, some 300 instructions of divisions and index arithmetic, three quarters of a
 /// one-quad thread's; two quads share them. On an H100, against one quad per thread:
-/// 128x7168x16384 58.8 → 58.4 us, 2304x4608x7168 206.5-206.9 → 205.8-206.0; four quads
-/// took 58.2-58.4 there but lost 0.2 us on 64x7168x16384 (56 CTAs) and 1.1 us on
-/// 100x260x4096 (docs/perf-notes.md, session 41).
+/// 128x7168x16384 58.75-58.98 → 58.19-58.42 us, 128x6144x12288 43.4-43.8 → 43.1-43.5;
+/// four quads took 58.2-58.4 there but lost 1.1 us on 100x260x4096, whose reduce launch
+/// then had 10 CTAs (docs/perf-notes.md, session 41).
 const REDUCE_QUADS: u32 = 2;
 const _: () = assert!(REDUCE_QUADS == 2, "the `seq!` loops of `reduce`");
 
