@@ -233,15 +233,15 @@ fn sm90v2_uses_the_hopper_instructions_it_is_written_with() {
         assert!(entry(bf16_entry).contains("cvt.rn.bf16x2.f32"), "{bf16_entry}: the bf16 scales");
     }
     // The reduce loads the partials with weak loads (several in flight; the GEMM's writes are
-    // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits at a
-    // time, decode tiles all 16 at once.
+    // visible after `griddepcontrol.wait`): prefill, medium and wide tiles four splits of
+    // each of a thread's (up to) two quads at a time, decode tiles all 16 at once.
     for (prepare, reduce, loads) in [
-        ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", 4),
-        ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", 4),
-        ("nvfp4_sm90v2_narrow_prepare", "nvfp4_sm90v2_narrow_reduce", 4),
-        ("nvfp4_sm90v2_thin_prepare", "nvfp4_sm90v2_thin_reduce", 4),
-        ("nvfp4_sm90v2_thin_medium_prepare", "nvfp4_sm90v2_thin_medium_reduce", 4),
-        ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", 4),
+        ("nvfp4_sm90v2_prepare", "nvfp4_sm90v2_reduce", 8),
+        ("nvfp4_sm90v2_medium_prepare", "nvfp4_sm90v2_medium_reduce", 8),
+        ("nvfp4_sm90v2_narrow_prepare", "nvfp4_sm90v2_narrow_reduce", 8),
+        ("nvfp4_sm90v2_thin_prepare", "nvfp4_sm90v2_thin_reduce", 8),
+        ("nvfp4_sm90v2_thin_medium_prepare", "nvfp4_sm90v2_thin_medium_reduce", 8),
+        ("nvfp4_sm90v2_wide_prepare", "nvfp4_sm90v2_wide_reduce", 8),
         ("nvfp4_sm90v2_decode_prepare", "nvfp4_sm90v2_decode_reduce", 16),
     ] {
         let staged = prepare == "nvfp4_sm90v2_wide_prepare";
