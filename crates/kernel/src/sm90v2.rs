@@ -2669,7 +2669,8 @@ pub fn reduce<R: Rows>(args: &GemmArgs) {
     let p = Problem::new::<R>(args);
     let i = special::ctaid_x() * REDUCE_THREADS + special::tid_x();
     let (ctid, rest) = (i % holders(R::TILE), i / holders(R::TILE));
-    // Each thread sums `per_thread` consecutive quads of one tile: `groups` per tile.
+    // Each thread sums `per_thread` consecutive quads of one tile: `groups` per tile (written
+    // as two divisions by constants, not one by the runtime `per_thread`).
     let (per_thread, block_quads) = (p.reduce_quads, BLOCKS as u32 * quads(R::TILE));
     let groups = if per_thread == 1 { block_quads } else { block_quads / REDUCE_QUADS };
     let (group, t) = (rest % groups, rest / groups);
