@@ -72,10 +72,10 @@
 //!   loads.
 //! - `empty[s]` (256 arrivals, every consumer thread; 128 on thin tiles, whose warpgroups
 //!   take alternate stages): no wgmma reads slot s any more.
-//!   Stages go in pairs: the pair's second stage ends with `wait_group 0` (see
-//!   `consumer` for why), after which each thread arrives; the first stage's slot is
-//!   released during the second stage, by the `wait_group IN_FLIGHT` that proves the
-//!   first stage's last step complete. In the wide and prefill tiles' bf16 entry points
+//!   Stages go in pairs (in fours on medium and decode tiles, [`stages_per_drain`]):
+//!   a group's last stage ends with `wait_group 0` (see `consumer` for why), after which
+//!   each thread arrives; every other stage's slot is released during the next stage, by
+//!   the `wait_group IN_FLIGHT` that proves its last step complete. In the wide and prefill tiles' bf16 entry points
 //!   warpgroup 1's pairs start a stage later than warpgroup 0's, so that they never both
 //!   drain at once ([`Element::PAIRS_A_STAGE_APART`]).
 //! - The producer fills all slots before the loop (the weights before the prologue
@@ -263,6 +263,23 @@ pub const THIN: u32 = 1 << 17;
 /// The activation rows of tile key `tile`.
 const fn rows_of(tile: u32) -> u32 {
     tile & (NARROW - 1)
+}
+/// Stages a consumer warpgroup multiplies between two drains (`wait_group 0`, at its
+/// loop's back-edge, see `consumer`): four on medium and decode tiles, whose short wgmmas
+/// (two m64n64 or two m64n16 per k16 step) leave the tensor core idle soonest after a
+/// drain, until the warpgroup has converted its next fragment; two elsewhere. On an H200
+/// (docs/perf-notes.md, session 43), four against two: 64x7168x16384 (medium) 45.28-45.46
+/// → 44.53-44.85 us, bf16 W4A16 48.43-48.51 → 47.20-47.41, 32x7168x16384 43.57-43.65 →
+/// 42.88-43.06, 16x28672x4096 (decode) 41.10-41.25 → 40.21-40.38; level on narrow tiles
+/// (64x4096x7168 19.14-19.33 → 19.06-19.18, 33x4096x7168 19.22 → 19.34-19.39) and level
+/// or slower with m64n128 and m64n256 wgmmas (128x7168x16384 55.49-55.68 → 55.65-55.92,
+/// 2304x4608x7168 202.43-202.64 → 202.69-203.07, thin 128x7168x2048 14.58-14.99 →
+/// 15.46-15.54).
+const fn stages_per_drain(tile: u32) -> u32 {
+    match tile {
+        Medium::TILE | Decode::TILE => 4,
+        _ => 2,
+    }
 }
 /// Stages between one stage a consumer warpgroup multiplies and its next: 1 where both
 /// warpgroups multiply every stage (each its own weight rows), 2 on thin tiles, whose two
@@ -579,7 +596,7 @@ const _: () = {
         assert!(smem_bytes(tile) <= 227 * 1024, "fits the 227 KiB a Hopper CTA may use");
         assert!(rows_of(tile).is_multiple_of(8) && rows_of(tile) <= 256, "a valid wgmma N");
         // The consumers wait for stage s during stage s - 1 and release stage s - 1's
-        // slot (a pair's first) only during stage s; the producer announces s after
+        // slot (any but a group's last) only during stage s; the producer announces s after
         // refilling the slot of stage s + lag - slots, which must therefore be s - 2 or
         // older, or neither side moves.
         assert!(producer_lag(tile) + 2 <= ring_slots(tile), "the producer announces a stage the consumers can reach");
@@ -2240,10 +2257,10 @@ fn consumer<R: Rows, E: Element>(
     // the accumulators are never merged with their initial zeros (ptxas would serialize
     // the wgmmas over the copies such a merge needs).
     let mut kb = begin;
-    // Stages go in pairs, and only a pair's second stage (or the unit's last) drains:
-    // the first one's last step stays in flight while the second one's first step
-    // converts, and its slot (`held`, while `holding`) is released once that step's wait
-    // proves it done.
+    // Stages go in groups of `stages_per_drain` (pairs, or fours), and only a group's last
+    // stage (or the unit's last) drains: each other stage's last step stays in flight
+    // while the next stage's first step converts, and its slot (`held`, while `holding`)
+    // is released once that step's wait proves it done.
     let (mut held, mut holding) = (0, false);
     // Slot 0's image descriptors: a stage's are these advanced to its slot (one add in the
     // loop where building each from its address took eight instructions). Block 1's
@@ -2253,13 +2270,18 @@ fn consumer<R: Rows, E: Element>(
     let act_slot_0 = SmemDesc::new(first_act, LBO_UNUSED, SWIZZLE_ATOM_BYTES, Swizzle::B128);
     let act_1_slot_0 = act_slot_0.advance_in_window(block_m_step(R::TILE) * ROW_F16_BYTES);
     // One stage: its four k16 steps, with the next stage's raw data read during the last.
-    // `$S` is its place in a pair (0: leaves its last step in flight, 1: drains and
-    // releases both stages' slots); `$LONE` marks a stage that drains alone (no first
-    // stage to release). Evaluates to whether the unit is done.
+    // `$S` is its place in a group (0: leaves its last step in flight; then each releases
+    // the slot its predecessor held; the last drains and releases its own too); `$LONE`
+    // marks a stage that drains alone (no stage before it to release). Evaluates to
+    // whether the unit is done.
     macro_rules! stage {
         ($S:literal, $LONE:literal) => {{
             const S: usize = $S;
             const LONE: bool = $LONE;
+            // The group's last stage drains (and releases its own slot); every stage but
+            // the first releases the slot its predecessor held.
+            let last = LONE || S + 1 == stages_per_drain(R::TILE) as usize;
+            let releases = S > 0 && !LONE;
             // (`full[ring.slot]` was waited on before `raw` was read.)
             let scales = raw.scales;
             let slot_offset = smem.act(ring.slot).0 - first_act;
@@ -2298,9 +2320,9 @@ fn consumer<R: Rows, E: Element>(
                     // Step J + 1's conversion overlaps the MMAs of the last IN_FLIGHT
                     // steps.
                     wgmma::wait_group::<IN_FLIGHT>();
-                    if S == 1 && !LONE && J + 1 == IN_FLIGHT as usize {
-                        // The pair's first stage's last step is complete: no wgmma
-                        // of this thread reads its slot any more.
+                    if releases && J + 1 == IN_FLIGHT as usize {
+                        // The previous stage's last step is complete: no wgmma of
+                        // this thread reads its slot any more.
                         smem.empty(held).arrive();
                         holding = false;
                     }
@@ -2313,9 +2335,9 @@ fn consumer<R: Rows, E: Element>(
                     let next = if kb + step < end { next } else { ring };
                     smem.full(next.slot).wait(next.phase);
                     raw = own.read::<E>(smem, next.slot, t);
-                    if S == 1 {
-                        // Drain at the loop's back-edge: the next pair's fragments are
-                        // the same PTX registers as this pair's, and ptxas serializes
+                    if last {
+                        // Drain at the loop's back-edge: the next group's fragments are
+                        // the same PTX registers as this group's, and ptxas serializes
                         // every wgmma (C7513) if one of them is redefined while any
                         // wgmma is in flight; the other warpgroup keeps the tensor core
                         // busy meanwhile.
@@ -2336,16 +2358,15 @@ fn consumer<R: Rows, E: Element>(
             kb >= end
         }};
     }
-    // Pairs of stages until the unit is done.
-    macro_rules! stage_pairs {
+    // Groups of stages until the unit is done.
+    macro_rules! stage_groups {
         () => {
             'stages: loop {
-                if stage!(0, false) {
-                    break 'stages;
-                }
-                if stage!(1, false) {
-                    break 'stages;
-                }
+                seq_macro::seq!(S in 0..4 {
+                    if S < stages_per_drain(R::TILE) as usize && stage!(S, false) {
+                        break 'stages;
+                    }
+                });
             }
         };
     }
@@ -2358,13 +2379,13 @@ fn consumer<R: Rows, E: Element>(
     // of the whole entry, and its measured time (docs/perf-notes.md, session 30).
     let apart = E::ALONE && E::PAIRS_A_STAGE_APART && step == 1;
     if E::ALONE {
-        if !(apart && c == 1 && stage!(1, true)) {
-            stage_pairs!();
+        if !(apart && c == 1 && stage!(3, true)) {
+            stage_groups!();
         }
     } else {
-        stage_pairs!();
+        stage_groups!();
     }
-    // A segment that ended on a pair's first stage left the loop with its last step in
+    // A segment that ended on a group's stage other than its last left the loop with its last step in
     // flight and its slot held: harmless at the unit's end (the slot is not refilled),
     // but before another segment the producer needs it back. With pairs a stage apart only
     // one warpgroup ends so: it releases the slot, so that no `empty` barrier is left
