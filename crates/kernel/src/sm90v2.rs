@@ -273,8 +273,10 @@ const fn rows_of(tile: u32) -> u32 {
 /// 42.88-43.06, 16x28672x4096 (decode) 41.10-41.25 → 40.21-40.38; level on narrow tiles
 /// (64x4096x7168 19.14-19.33 → 19.06-19.18, 33x4096x7168 19.22 → 19.34-19.39) and level
 /// or slower with m64n128 and m64n256 wgmmas (128x7168x16384 55.49-55.68 → 55.65-55.92,
-/// 2304x4608x7168 202.43-202.64 → 202.69-203.07, thin 128x7168x2048 14.58-14.99 →
-/// 15.46-15.54).
+/// 2304x4608x7168 202.43-202.64 → 202.69-203.07, thin 128x7168x2048 15.04-15.25 →
+/// 14.93-15.04 in one call and 14.58-14.99 → 15.46-15.54 in the next). Eight on medium
+/// and decode tiles measured no better than four (64x7168x16384 44.53-44.74 → 44.85-44.94,
+/// 64x20480x16384 98.43-98.74 → 98.99-99.47).
 const fn stages_per_drain(tile: u32) -> u32 {
     match tile {
         Medium::TILE | Decode::TILE => 4,
