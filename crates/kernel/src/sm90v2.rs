@@ -72,12 +72,13 @@
 //!   loads.
 //! - `empty[s]` (256 arrivals, every consumer thread; 128 on thin tiles, whose warpgroups
 //!   take alternate stages): no wgmma reads slot s any more.
-//!   Stages go in pairs (in fours on medium and decode tiles, [`stages_per_drain`]):
-//!   a group's last stage ends with `wait_group 0` (see `consumer` for why), after which
+//!   Stages go in pairs (in fours on medium and decode tiles, [`stages_per_drain`]): a
+//!   group's last stage ends with `wait_group 0` (see `consumer` for why), after which
 //!   each thread arrives; every other stage's slot is released during the next stage, by
-//!   the `wait_group IN_FLIGHT` that proves its last step complete. In the wide and prefill tiles' bf16 entry points
-//!   warpgroup 1's pairs start a stage later than warpgroup 0's, so that they never both
-//!   drain at once ([`Element::PAIRS_A_STAGE_APART`]).
+//!   the `wait_group IN_FLIGHT` that proves its last step complete. In the wide and
+//!   prefill tiles' bf16 entry points warpgroup 1's pairs start a stage later than
+//!   warpgroup 0's, so that they never both drain at once
+//!   ([`Element::PAIRS_A_STAGE_APART`]).
 //! - The producer fills all slots before the loop (the weights before the prologue
 //!   completes, the images after), then refills each slot as soon as `empty` says the
 //!   consumers released it.
@@ -279,10 +280,13 @@ const fn rows_of(tile: u32) -> u32 {
 /// 64x20480x16384 98.43-98.74 → 98.99-99.47).
 const fn stages_per_drain(tile: u32) -> u32 {
     match tile {
-        Medium::TILE | Decode::TILE => 4,
+        Medium::TILE | Decode::TILE => MAX_STAGES_PER_DRAIN,
         _ => 2,
     }
 }
+/// The most stages between drains on any tile: `consumer` unrolls its loop over this many
+/// (`seq!(S in 0..4)`), the stages past a tile's count folded away.
+const MAX_STAGES_PER_DRAIN: u32 = 4;
 /// Stages between one stage a consumer warpgroup multiplies and its next: 1 where both
 /// warpgroups multiply every stage (each its own weight rows), 2 on thin tiles, whose two
 /// warpgroups share the tile's 64 weight rows and take alternate stages (warpgroup c the
@@ -602,6 +606,10 @@ const _: () = {
         // refilling the slot of stage s + lag - slots, which must therefore be s - 2 or
         // older, or neither side moves.
         assert!(producer_lag(tile) + 2 <= ring_slots(tile), "the producer announces a stage the consumers can reach");
+        assert!(
+            matches!(stages_per_drain(tile), 2..=MAX_STAGES_PER_DRAIN),
+            "`consumer` unrolls its loop over 4 stages"
+        );
         assert!(matches!(producer_lag(tile), 2..=4), "the lags `gemm` instantiates `producer` with");
         i += 1;
     }
@@ -2364,6 +2372,7 @@ fn consumer<R: Rows, E: Element>(
     macro_rules! stage_groups {
         () => {
             'stages: loop {
+                const _: () = assert!(MAX_STAGES_PER_DRAIN == 4, "`seq!(S in 0..4)`");
                 seq_macro::seq!(S in 0..4 {
                     if S < stages_per_drain(R::TILE) as usize && stage!(S, false) {
                         break 'stages;
@@ -2381,17 +2390,18 @@ fn consumer<R: Rows, E: Element>(
     // of the whole entry, and its measured time (docs/perf-notes.md, session 30).
     let apart = E::ALONE && E::PAIRS_A_STAGE_APART && step == 1;
     if E::ALONE {
-        if !(apart && c == 1 && stage!(3, true)) {
+        // (A lone stage is a group of its own: place 0.)
+        if !(apart && c == 1 && stage!(0, true)) {
             stage_groups!();
         }
     } else {
         stage_groups!();
     }
-    // A segment that ended on a group's stage other than its last left the loop with its last step in
-    // flight and its slot held: harmless at the unit's end (the slot is not refilled),
-    // but before another segment the producer needs it back. With pairs a stage apart only
-    // one warpgroup ends so: it releases the slot, so that no `empty` barrier is left
-    // mid-phase at exit.
+    // A segment that ended on a stage other than its group's last left the loop with its
+    // last step in flight and its slot held: harmless at the unit's end (the slot is not
+    // refilled), but before another segment the producer needs it back. With pairs a
+    // stage apart only one warpgroup ends so: it releases the slot, so that no `empty`
+    // barrier is left mid-phase at exit.
     wgmma::wait_group::<0>();
     if holding && (apart || more) {
         smem.empty(held).arrive();
