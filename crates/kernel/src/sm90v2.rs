@@ -29,7 +29,8 @@
 //!    its own rows' bytes back (the next stage's while the last step's MMA runs), converts
 //!    them per k16 step into A fragments and issues RS wgmmas with `wait_group IN_FLIGHT`
 //!    (3), so the conversion of step j+1 overlaps the MMAs of steps j-2..j (and of the
-//!    other warpgroup); stages go in pairs, drained (`wait_group 0`) once per pair.
+//!    other warpgroup); stages go in pairs (fours on medium and decode tiles), drained
+//!    (`wait_group 0`) once per group.
 //!
 //! **K order.** A dot product only needs both operands in the same K order, so each
 //! thread converts its raw word in whatever order is cheapest and the activation image is
