@@ -288,6 +288,7 @@ const fn stages_per_drain(tile: u32) -> u32 {
 /// The most stages between drains on any tile: `consumer` unrolls its loop over this many
 /// (`seq!(S in 0..4)`), the stages past a tile's count folded away.
 const MAX_STAGES_PER_DRAIN: u32 = 4;
+const _: () = assert!(MAX_STAGES_PER_DRAIN == 4, "`consumer`'s `seq!(S in 0..4)` unrolls this many");
 /// Stages between one stage a consumer warpgroup multiplies and its next: 1 where both
 /// warpgroups multiply every stage (each its own weight rows), 2 on thin tiles, whose two
 /// warpgroups share the tile's 64 weight rows and take alternate stages (warpgroup c the
@@ -2373,7 +2374,6 @@ fn consumer<R: Rows, E: Element>(
     macro_rules! stage_groups {
         () => {
             'stages: loop {
-                const _: () = assert!(MAX_STAGES_PER_DRAIN == 4, "`seq!(S in 0..4)`");
                 seq_macro::seq!(S in 0..4 {
                     if S < stages_per_drain(R::TILE) as usize && stage!(S, false) {
                         break 'stages;
