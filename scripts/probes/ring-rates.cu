@@ -1,0 +1,345 @@
+// sm90v2's 128x128 main loop rebuilt in CUDA C, to find which of its parts keeps the tensor
+// cores from the rate of `wgmma-rates.cu`'s bare loops. One CTA per SM, 384 threads: two
+// consumer warpgroups (64 weight rows each, one `wgmma m64n128k16` RS per k16 step, three
+// groups in flight, a drain every two stages, each stage's raw weights and scales read
+// from its ring slot during the last step of the stage before) and a producer warpgroup
+// (the stage's 4 KiB of row-major weights and 512 B of scales as 16-byte
+// `cp.async.cg ... L2::128B`, one commit group per stage, `cp.async.wait_group LAG` before
+// announcing the stage LAG older on `full`; thread 0 the 16 KiB image in one
+// `cp.async.bulk`), on a ring of 8 slots with `full` (129 arrivals) and `empty` (256)
+// mbarriers, as in crates/kernel/src/sm90v2.rs (the role taken from a shuffle, as the
+// kernel does, so that ptxas sees it warp-uniform and keeps the wgmma descriptors in
+// uniform registers). Template switches leave out the weight copies, the image copies or
+// the conversion; read the next stage's raw data at an earlier step (READ_AT); let the
+// producer's `empty` wait suspend or sleep (WAIT); convert a whole stage before its first
+// wgmma (HOIST); drop the producer and the barriers (RING); start warpgroup 1 some cycles
+// late (SKEW); or run three consumer warpgroups, 192 weight rows (CWG). Timing only: the
+// values are never checked. Cycles from clock64 on consumer thread 0 from its first
+// stage's `full` to its last drain, median over CTAs; tensor utilisation = 4 x CWG wgmmas
+// x 64 cycles per stage / cycles.
+//
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+__device__ __forceinline__ void mma_rs_n128(float* d, const uint32_t* a, uint64_t b, int scale_d) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0;\n"
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0; }"
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int K>
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(K) : "memory"); }
+__device__ __forceinline__ uint64_t desc(uint32_t addr) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void bar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_expect(uint32_t bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{ .reg .pred p; W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; @!p bra W; }"
+               ::"r"(bar), "r"(parity) : "memory");
+}
+// The producer's `empty` wait: a spin on try_wait (as the kernel), try_wait with a
+// suspend-time hint, or a spin with `nanosleep` between polls.
+constexpr int SPIN = 0, SUSPEND = 1, SLEEP = 2;
+// RING: the full ring (0); no producer warps and no barriers, 256 threads (NO_PRODUCER);
+// 384 threads whose producer warps exit at once, no barriers (IDLE_PRODUCER).
+constexpr int FULL_RING = 0, NO_PRODUCER = 1, IDLE_PRODUCER = 2;
+template <int MODE>
+__device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
+  if (MODE == SPIN) bar_wait(bar, parity);
+  if (MODE == SUSPEND)
+    asm volatile("{ .reg .pred p; W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2; @!p bra W; }"
+                 ::"r"(bar), "r"(parity), "r"(1000000) : "memory");
+  if (MODE == SLEEP) {
+    uint32_t done = 0;
+    while (true) {
+      asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+      if (done) break;
+      __nanosleep(100);
+    }
+  }
+}
+__device__ __forceinline__ void bulk(uint32_t dst, const uint8_t* src, int bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void copy16(uint32_t dst, const uint8_t* src) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ uint32_t f16x2_from_e4m3x2(uint32_t x) {
+  uint32_t d;
+  asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, lo; }" : "=r"(d) : "r"(x));
+  return d;
+}
+// The high half's two bytes, read in place (F2FP's .H1 operand), as the kernel's `pair`.
+__device__ __forceinline__ uint32_t f16x2_from_e4m3x2_high(uint32_t x) {
+  uint32_t d;
+  asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, hi; }" : "=r"(d) : "r"(x));
+  return d;
+}
+__device__ __forceinline__ uint32_t hmul2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+  return d;
+}
+
+constexpr int SLOTS = 8, LAG = 4, IMAGE = 16384;
+// A stage's raw part for CWG consumer warpgroups (64 weight rows each): 32 bytes per row,
+// then one 512-byte scale tile per 128 rows.
+__host__ __device__ constexpr int weight_bytes(int cwg) { return cwg * 64 * 32; }
+__host__ __device__ constexpr int scale_bytes(int cwg) { return 512 * ((cwg * 64 + 127) / 128); }
+__host__ __device__ constexpr int raw_bytes(int cwg) { return weight_bytes(cwg) + scale_bytes(cwg); }
+__host__ __device__ constexpr int smem_bytes(int cwg) { return 1024 + SLOTS * (IMAGE + raw_bytes(cwg)) + 2 * SLOTS * 8; }
+constexpr int MAX_CWG = 3;
+constexpr int STAGES = 512;                      // per CTA; K = 64 x STAGES
+constexpr int ROW_BYTES = STAGES * 32;           // a weight row: 32 bytes per stage
+constexpr int IMAGES = 256;                      // 4 MiB of images that every CTA reads
+
+// Pair `kind` of the eight e2m1 codes in q times scale (sm90v2's `pair`).
+template <bool CONVERT>
+__device__ __forceinline__ uint32_t pair(uint32_t q, int kind, uint32_t scale) {
+  if (!CONVERT) return (q >> (8 * kind)) ^ scale;
+  uint32_t bytes = kind < 2 ? ((q << 4) & 0x80808080u) | ((q << 2) & 0x1C1C1C1Cu)
+                            : (q & 0x80808080u) | ((q >> 2) & 0x1C1C1C1Cu);
+  return hmul2(kind & 1 ? f16x2_from_e4m3x2_high(bytes) : f16x2_from_e4m3x2(bytes), scale);
+}
+
+template <bool WEIGHT_COPIES, bool IMAGE_COPIES, bool CONVERT, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = 0,
+          int SKEW = 0, int CWG = 2>
+__global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, float* sink, const uint8_t* weights,
+                                               const uint8_t* scales, const uint8_t* images) {
+  extern __shared__ uint8_t smem_raw[];
+  uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw);
+  uint32_t pad = (1024 - (base & 1023)) & 1023;
+  uint8_t* smem = smem_raw + pad;
+  base += pad;
+  constexpr int WEIGHTS = weight_bytes(CWG), SCALES = scale_bytes(CWG), RAW = raw_bytes(CWG);
+  const uint32_t raw0 = base + SLOTS * IMAGE, full0 = raw0 + SLOTS * RAW, empty0 = full0 + SLOTS * 8;
+  const int tid = threadIdx.x;
+  for (int i = tid * 16; i < SLOTS * (IMAGE + RAW); i += blockDim.x * 16) *(uint4*)(smem + i) = make_uint4(0x3c3c3c3c, 0x11111111, 0x22222222, 0x38383838);
+  if (tid == 0) {
+    for (int s = 0; s < SLOTS; s++) {
+      bar_init(full0 + 8 * s, 129);
+      bar_init(empty0 + 8 * s, CWG * 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const uint8_t* my_weights = weights + (size_t)blockIdx.x * CWG * 64 * ROW_BYTES;
+  const uint8_t* my_scales = scales + (size_t)blockIdx.x * STAGES * 1024;
+
+  // The role, visibly warp-uniform (as the kernel's shuffle makes it), so that ptxas keeps
+  // the consumers' descriptors in uniform registers.
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  if (role == CWG && RING != FULL_RING) return;
+  if (role == CWG) {
+    // The producer.
+    const int p = tid - CWG * 128;
+    for (int s = 0; s < STAGES; s++) {
+      const int slot = s % SLOTS;
+      if (s >= SLOTS) producer_wait<WAIT>(empty0 + 8 * slot, (s / SLOTS - 1) & 1);
+      const uint32_t raw = raw0 + slot * RAW;
+      if (WEIGHT_COPIES) {
+#pragma unroll
+        for (int i = 0; i < CWG; i++) {
+          int chunk = p + 128 * i, row = chunk / 2, half = chunk % 2;
+          copy16(raw + chunk * 16, my_weights + (size_t)row * ROW_BYTES + s * 32 + half * 16);
+        }
+        if (p < SCALES / 16) copy16(raw + WEIGHTS + p * 16, my_scales + (size_t)s * 1024 + p * 16);
+      }
+      copies_commit();
+      if (p == 0) {
+        if (IMAGE_COPIES) {
+          bar_expect(full0 + 8 * slot, IMAGE);
+          bulk(base + slot * IMAGE, images + (size_t)((s + blockIdx.x) % IMAGES) * IMAGE, IMAGE, full0 + 8 * slot);
+        } else {
+          bar_arrive(full0 + 8 * slot);
+        }
+      }
+      if (s >= LAG) {
+        copies_wait<LAG>();
+        bar_arrive(full0 + 8 * ((s - LAG) % SLOTS));
+      }
+    }
+    copies_wait<0>();
+    for (int s = STAGES - LAG; s < STAGES; s++) bar_arrive(full0 + 8 * (s % SLOTS));
+    return;
+  }
+
+  // The consumers: warpgroup c, warp w, lane (g, t); rows r0 = 64c + 16w + g and r0 + 8.
+  const int c = tid / 128, w = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int r0 = 64 * c + 16 * w + g, r1 = r0 + 8;
+  float d[64];
+#pragma unroll
+  for (int i = 0; i < 64; i++) d[i] = 0.f;
+  uint32_t frags[8][4];
+  uint32_t words[4], sc[2], next_words[4], next_sc[2];
+  auto read = [&](int slot) {
+    const uint8_t* raw = smem + (raw0 - base) + slot * RAW;
+    uint2 a = *(const uint2*)(raw + r0 * 32 + t * 8), b = *(const uint2*)(raw + r1 * 32 + t * 8);
+    words[0] = a.x, words[1] = a.y, words[2] = b.x, words[3] = b.y;
+    uint32_t s0 = *(const uint32_t*)(raw + WEIGHTS + (r0 / 128) * 512 + (r0 % 128) * 4),
+             s1 = *(const uint32_t*)(raw + WEIGHTS + (r1 / 128) * 512 + (r1 % 128) * 4);
+    sc[0] = f16x2_from_e4m3x2(prmt(s0, 0, t * 0x11));
+    sc[1] = f16x2_from_e4m3x2(prmt(s1, 0, t * 0x11));
+  };
+  if (RING == FULL_RING) bar_wait(full0, 0);
+  long long t0 = clock64();
+  // SKEW: warpgroup 1 starts this many cycles after warpgroup 0.
+  if (SKEW > 0 && c == 1)
+    while (clock64() - t0 < SKEW) {
+    }
+  read(0);
+#pragma unroll
+  for (int i = 0; i < 4; i++) next_words[i] = words[i];
+  next_sc[0] = sc[0], next_sc[1] = sc[1];
+  int held = 0;
+  for (int s = 0; s < STAGES; s += 2) {
+#pragma unroll
+    for (int S = 0; S < 2; S++) {
+      const int stage = s + S, slot = stage % SLOTS;
+      const uint64_t act = desc(base + slot * IMAGE);
+      // This stage's raw data, read during the last one (at its step READ_AT).
+#pragma unroll
+      for (int i = 0; i < 4; i++) words[i] = next_words[i];
+      const uint32_t sc0 = next_sc[0], sc1 = next_sc[1];
+      uint32_t cur[4] = {words[0], words[1], words[2], words[3]};
+      // H[i] of a row is pair(word i / 4, kind i % 4); step J takes H[2J] and H[2J + 1].
+      auto convert = [&](int J) {
+        const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
+        frags[P][0] = pair<CONVERT>(cur[(2 * J) / 4], (2 * J) % 4, sc0);
+        frags[P][1] = pair<CONVERT>(cur[2 + (2 * J) / 4], (2 * J) % 4, sc1);
+        frags[P][2] = pair<CONVERT>(cur[(2 * J + 1) / 4], (2 * J + 1) % 4, sc0);
+        frags[P][3] = pair<CONVERT>(cur[2 + (2 * J + 1) / 4], (2 * J + 1) % 4, sc1);
+      };
+      if (HOIST) {
+        // The whole stage's fragments first (eight buffers: a pair's stages never share one).
+#pragma unroll
+        for (int J = 0; J < 4; J++) convert(J);
+        fence();
+      }
+#pragma unroll
+      for (int J = 0; J < 4; J++) {
+        const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
+        if (!HOIST) {
+          convert(J);
+          fence();
+        }
+        mma_rs_n128(d, frags[P], act + 2 * J, stage > 0 || J > 0);
+        commit();
+        if (J == READ_AT) {
+          const int next = stage + 1 < STAGES ? stage + 1 : stage;
+          if (RING == FULL_RING) bar_wait(full0 + 8 * (next % SLOTS), (next / SLOTS) & 1);
+          read(next % SLOTS);
+#pragma unroll
+          for (int i = 0; i < 4; i++) next_words[i] = words[i];
+          next_sc[0] = sc[0], next_sc[1] = sc[1];
+        }
+        if (J < 3) {
+          wait<3>();
+          if (S == 1 && J == 2 && RING == FULL_RING) bar_arrive(empty0 + 8 * held);
+        } else {
+          if (S == 1) {
+            wait<0>();
+            if (RING == FULL_RING) bar_arrive(empty0 + 8 * slot);
+          } else {
+            wait<3>();
+            held = slot;
+          }
+        }
+      }
+    }
+  }
+  wait<0>();
+  long long t1 = clock64();
+  float acc = 0;
+#pragma unroll
+  for (int i = 0; i < 64; i++) acc += d[i];
+  if (acc == 1234.5f) sink[tid] = acc;
+  if (tid == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+template <bool W, bool I, bool C, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = FULL_RING, int SKEW = 0,
+          int CWG = 2>
+void measure(const char* name, int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  auto kernel = run<W, I, C, READ_AT, WAIT, HOIST, RING, SKEW, CWG>;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(CWG));
+  const int threads = (CWG + (RING == NO_PRODUCER ? 0 : 1)) * 128;
+  for (int rep = 0; rep < 2; rep++) kernel<<<sms, threads, smem_bytes(CWG)>>>(dc, ds, wts, scl, img);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) { printf("%-44s cuda error %s\n", name, cudaGetErrorString(e)); return; }
+  std::vector<long long> c(sms);
+  cudaMemcpy(c.data(), dc, sms * sizeof(long long), cudaMemcpyDeviceToHost);
+  std::sort(c.begin(), c.end());
+  double ideal = double(STAGES) * 4 * CWG * 64;
+  printf("%-44s %7.1f cycles per stage, tensor %5.1f %% (CTAs %5.1f-%5.1f %%)\n", name, c[sms / 2] / double(STAGES),
+         100 * ideal / c[sms / 2], 100 * ideal / c[sms - 1], 100 * ideal / c[0]);
+}
+
+int main() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  long long* dc;
+  float* ds;
+  uint8_t *wts, *scl, *img;
+  cudaMalloc(&dc, sms * sizeof(long long));
+  cudaMalloc(&ds, 4096 * sizeof(float));
+  size_t wbytes = (size_t)sms * MAX_CWG * 64 * ROW_BYTES, sbytes = (size_t)sms * STAGES * 1024, ibytes = (size_t)IMAGES * IMAGE;
+  cudaMalloc(&wts, wbytes);
+  cudaMalloc(&scl, sbytes);
+  cudaMalloc(&img, ibytes);
+  cudaMemset(wts, 0x35, wbytes);
+  cudaMemset(scl, 0x38, sbytes);
+  cudaMemset(img, 0x00, ibytes);
+  measure<true, true, true>("ring: weights, scales, images, conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, false>("ring: no conversion", sms, dc, ds, wts, scl, img);
+  measure<false, true, true>("ring: no weight copies", sms, dc, ds, wts, scl, img);
+  measure<true, false, true>("ring: no image copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, true>("ring: no copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, false>("ring: no copies, no conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 2>("ring: all, next stage read at step 2", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 1>("ring: all, next stage read at step 1", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 0>("ring: all, next stage read at step 0", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 0>("ring: no copies, read at step 0", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SUSPEND>("ring: no copies, producer suspends", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SLEEP>("ring: no copies, producer sleeps", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SUSPEND>("ring: all, producer suspends", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SLEEP>("ring: all, producer sleeps", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, true>("ring: no copies, a stage converted at once", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, true>("ring: all, a stage converted at once", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER>("no ring, 256 threads, conversion", sms, dc, ds, wts, scl, img);
+  measure<false, false, false, 3, SPIN, false, NO_PRODUCER>("no ring, 256 threads, no conversion", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, IDLE_PRODUCER>("no ring, producer warps exit, conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 128>("ring: all, warpgroup 1 128 cycles later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 256>("ring: all, warpgroup 1 256 cycles later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 512>("ring: all, warpgroup 1 512 cycles later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256>("ring: no copies, warpgroup 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER, 256>("no ring, conversion, warpgroup 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 3>("ring, 3 consumer warpgroups: all", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 3>("ring, 3 consumer warpgroups: no copies", sms, dc, ds, wts, scl, img);
+  measure<true, true, false, 3, SPIN, false, FULL_RING, 0, 3>("ring, 3 consumer warpgroups: no conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, true>("ring: weights, scales, images, conversion", sms, dc, ds, wts, scl, img);
+  return 0;
+}
