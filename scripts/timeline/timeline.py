@@ -7,9 +7,10 @@ scripts/timeline/timeline.patch makes the kernels write (docs/perf-notes.md, ses
     python3 scripts/timeline/timeline.py t.bin
 
 Times are us from the first prologue CTA's start (one %globaltimer for every SM). The
-patch costs ~1 us of event time (and spills 4 bytes in the medium GEMM entry's producer);
-revert it (git checkout -- crates) before measuring anything else. Refreshed in session 38
-for stream-K units (one or two segments each)."""
+patch costs ~1 us of event time on an H100 (~4 us of 128x7168x16384 on an H200, session
+44) and spills in the medium GEMM entry (4 bytes stored, 48 loaded); revert it (git
+checkout -- crates) before measuring anything else. Refreshed in session 38 for stream-K
+units (one or two segments each), and in session 44 for today's producer."""
 
 import statistics
 import struct
