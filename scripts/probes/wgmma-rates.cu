@@ -97,9 +97,6 @@ __host__ __device__ constexpr int copy_bytes(int image, int weights) {
 constexpr size_t GLOBAL_BYTES = 64u << 20;  // weights stream from here; images from its first 4 MiB
 constexpr size_t IMAGE_BYTES = 4u << 20;
 
-__device__ __forceinline__ void expect(uint32_t bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
 
 template <int N, bool RS, int WGS, int CONV, int IMAGE = 0, int WEIGHTS = 0>
 __global__ void __launch_bounds__(WGS * 128 + (IMAGE + WEIGHTS > 0 ? 32 : 0), 1) run(long long* cycles, float* sink, const uint8_t* gsrc, int iters) {
@@ -116,7 +113,7 @@ __global__ void __launch_bounds__(WGS * 128 + (IMAGE + WEIGHTS > 0 ? 32 : 0), 1)
   volatile int* progress = (volatile int*)(smem + total + COPY_SLOTS * STAGE_COPY + COPY_SLOTS * 8);
   if (STAGE_COPY > 0 && tid == WGS * 128) {
     for (int i = 0; i < COPY_SLOTS; i++)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bars + 8 * i) : "memory");
+      bar_init(bars + 8 * i, 1);
     *progress = 0;
   }
   for (int i = tid * 4; i < total; i += WGS * 128 * 4) *(uint32_t*)(smem + i) = 0x3c003c00u ^ (i * 0x9e3779b9u & 0x03ff03ffu);
@@ -197,7 +194,7 @@ __global__ void __launch_bounds__(WGS * 128 + (IMAGE + WEIGHTS > 0 ? 32 : 0), 1)
         }
         if (s >= COPY_SLOTS) bar_wait(bars + 8 * slot, ((s / COPY_SLOTS) - 1) & 1);
         uint32_t dst = ring + slot * STAGE_COPY;
-        expect(bars + 8 * slot, STAGE_COPY);
+        bar_expect(bars + 8 * slot, STAGE_COPY);
         if constexpr (IMAGE > 0) bulk(dst, gsrc + (size_t)(s % (IMAGE_BYTES / IMAGE)) * IMAGE, IMAGE, bars + 8 * slot);
         if constexpr (WEIGHTS > 0) {
           size_t w = ((size_t)blockIdx.x * 2 * iters + s) * WEIGHTS % (GLOBAL_BYTES - IMAGE_BYTES);

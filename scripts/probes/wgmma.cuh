@@ -1,6 +1,6 @@
 // What both wgmma probes share (wgmma-rates.cu, ring-rates.cu): the RS and SS wgmma
 // wrappers with their accumulators spelled out, the wgmma fence, commit and wait, the
-// 128B-swizzled K-major descriptor, and the bulk copy and mbarrier wait they stream with.
+// 128B-swizzled K-major descriptor, and the mbarriers and bulk copy they stream with.
 #pragma once
 #include <cstdint>
 
@@ -51,6 +51,12 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+__device__ __forceinline__ void bar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_expect(uint32_t bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void bulk(uint32_t dst, const uint8_t* src, int bytes, uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
