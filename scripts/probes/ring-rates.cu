@@ -12,13 +12,22 @@
 // uniform registers). Template switches leave out the weight copies, the image copies or
 // the conversion; read the next stage's raw data at an earlier step (READ_AT); let the
 // producer's `empty` wait suspend or sleep (WAIT); convert a whole stage before its first
-// wgmma (HOIST); drop the producer and the barriers (RING); start warpgroup 1 some cycles
-// late (SKEW); or run three consumer warpgroups, 192 weight rows (CWG). Timing only: the
-// values are never checked. Cycles from clock64 on consumer thread 0 from its first
-// stage's `full` to its last drain, median over CTAs; tensor utilisation = 4 x CWG wgmmas
-// x 64 cycles per stage / cycles.
+// wgmma (HOIST); drop the producer and the barriers, or keep only the consumers' barrier
+// instructions or only a polling producer (RING); start warpgroup 1 some cycles late
+// (SKEW); or run three consumer warpgroups, 192 weight rows (CWG). SIMPLE takes single
+// differences from wgmma-rates' bare loop out (constant scales, one image slot, accumulate
+// always, one 16-byte raw load), or arrives once per warp, or gives a copy-less ring 32
+// barrier slots; `run_alternate` runs four consumer warpgroups on alternate stages (640
+// threads; ptxas serializes its wgmmas, C7512, at the 96 registers that leaves).
+// `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE, RING and SKEW
+// isolations and the alternate warpgroups. Small source changes move ptxas's schedule of
+// every variant and its rate by several points (docs/perf-notes.md, session 45): compare
+// variants of one build.
+// Timing only: the values are never checked. Cycles from clock64 on consumer thread 0
+// from its first stage's `full` to its last drain, median over CTAs; tensor utilisation =
+// 4 x CWG wgmmas x 64 cycles per stage / cycles.
 //
-//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates [simple]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +44,22 @@ constexpr int SPIN = 0, SUSPEND = 1, SLEEP = 2;
 // RING: the full ring (0); no producer warps and no barriers, 256 threads (NO_PRODUCER);
 // 384 threads whose producer warps exit at once, no barriers (IDLE_PRODUCER).
 constexpr int FULL_RING = 0, NO_PRODUCER = 1, IDLE_PRODUCER = 2;
+// ...the consumers' barrier instructions alone: the producer warps exit, each `full` wait
+// asks for the phase before a fresh barrier's first (complete at once) and the `empty`
+// arrivals go to barriers that never complete (CONSUMER_BARRIERS); or the producer warps
+// alone, polling a barrier that never completes until the consumers are done, and no
+// barriers in the consumers (POLLING_PRODUCER).
+constexpr int CONSUMER_BARRIERS = 3, POLLING_PRODUCER = 4;
+// SIMPLE: bits that take a difference from wgmma-rates' bare loop out: constant scales (no
+// scale loads or conversion), one image slot for every stage, accumulate always, one
+// 16-byte load of raw words per stage instead of two rows' 8 bytes.
+constexpr int CONST_SCALE = 1, ONE_SLOT = 2, ALWAYS_ACC = 4, ONE_LOAD = 8;
+// And one more bit: each warp's lane 0 arrives on `full` and `empty` for the whole warp
+// (after `__syncwarp`), a 32nd of the barrier arrivals.
+constexpr int ARRIVE_PER_WARP = 16;
+// And DEEP_RING: 32 barrier slots over the 8 data slots, so that the producer may run 28
+// stages ahead (only without copies: the slots' bytes are then never written).
+constexpr int DEEP_RING = 32;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -50,6 +75,14 @@ __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
       __nanosleep(100);
     }
   }
+}
+// One `try_wait` on a barrier phase (with a suspend-time hint if SUSPEND), no loop.
+template <bool SUSPEND_HINT>
+__device__ __forceinline__ void poll_once(uint32_t bar, uint32_t parity) {
+  if (SUSPEND_HINT)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2; }" ::"r"(bar), "r"(parity), "r"(1000000) : "memory");
+  else
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; }" ::"r"(bar), "r"(parity) : "memory");
 }
 __device__ __forceinline__ void copy16(uint32_t dst, const uint8_t* src) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
@@ -80,12 +113,14 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
 }
 
 constexpr int SLOTS = 8, LAG = 4, IMAGE = 16384;
+// Barrier pairs a ring may have (DEEP_RING: more than its data slots, see SIMPLE).
+constexpr int MAX_BARRIER_SLOTS = 32;
 // A stage's raw part for CWG consumer warpgroups (64 weight rows each): 32 bytes per row,
 // then one 512-byte scale tile per 128 rows.
 __host__ __device__ constexpr int weight_bytes(int cwg) { return cwg * 64 * 32; }
 __host__ __device__ constexpr int scale_bytes(int cwg) { return 512 * ((cwg * 64 + 127) / 128); }
 __host__ __device__ constexpr int raw_bytes(int cwg) { return weight_bytes(cwg) + scale_bytes(cwg); }
-__host__ __device__ constexpr int smem_bytes(int cwg) { return 1024 + SLOTS * (IMAGE + raw_bytes(cwg)) + 2 * SLOTS * 8; }
+__host__ __device__ constexpr int smem_bytes(int cwg) { return 1024 + SLOTS * (IMAGE + raw_bytes(cwg)) + 2 * MAX_BARRIER_SLOTS * 8 + 16; }
 constexpr int MAX_CWG = 3;
 constexpr int STAGES = 512;                      // per CTA; K = 64 x STAGES
 constexpr int ROW_BYTES = STAGES * 32;           // a weight row: 32 bytes per stage
@@ -100,86 +135,146 @@ __device__ __forceinline__ uint32_t pair(uint32_t q, int kind, uint32_t scale) {
   return hmul2(kind & 1 ? f16x2_from_e4m3x2_high(bytes) : f16x2_from_e4m3x2(bytes), scale);
 }
 
-template <bool WEIGHT_COPIES, bool IMAGE_COPIES, bool CONVERT, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = 0,
-          int SKEW = 0, int CWG = 2>
-__global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, float* sink, const uint8_t* weights,
-                                               const uint8_t* scales, const uint8_t* images) {
-  extern __shared__ uint8_t smem_raw[];
+// The CTA's shared memory, 1024-aligned: SLOTS images, SLOTS raw parts (weights, scales) for
+// CWG consumer warpgroups, then `bslots` `full` and `empty` mbarriers (taking `full_arrivals`
+// and `empty_arrivals`), initialised; the slots filled with arbitrary values.
+struct Ring {
+  uint8_t* smem;
+  uint32_t base, raw0, full0, empty0;
+  volatile int* consumers_done;  // POLLING_PRODUCER's flag
+};
+template <int CWG>
+__device__ __forceinline__ Ring setup_ring(uint8_t* smem_raw, int full_arrivals, int empty_arrivals, int bslots = SLOTS) {
   uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw);
   uint32_t pad = (1024 - (base & 1023)) & 1023;
-  uint8_t* smem = smem_raw + pad;
-  base += pad;
-  constexpr int WEIGHTS = weight_bytes(CWG), SCALES = scale_bytes(CWG), RAW = raw_bytes(CWG);
-  const uint32_t raw0 = base + SLOTS * IMAGE, full0 = raw0 + SLOTS * RAW, empty0 = full0 + SLOTS * 8;
+  Ring r;
+  r.smem = smem_raw + pad;
+  r.base = base + pad;
+  r.raw0 = r.base + SLOTS * IMAGE;
+  r.full0 = r.raw0 + SLOTS * raw_bytes(CWG);
+  r.empty0 = r.full0 + MAX_BARRIER_SLOTS * 8;
+  r.consumers_done = (volatile int*)(r.smem + (r.empty0 - r.base) + MAX_BARRIER_SLOTS * 8);
   const int tid = threadIdx.x;
-  for (int i = tid * 16; i < SLOTS * (IMAGE + RAW); i += blockDim.x * 16) *(uint4*)(smem + i) = make_uint4(0x3c3c3c3c, 0x11111111, 0x22222222, 0x38383838);
+  for (int i = tid * 16; i < SLOTS * (IMAGE + raw_bytes(CWG)); i += blockDim.x * 16)
+    *(uint4*)(r.smem + i) = make_uint4(0x3c3c3c3c, 0x11111111, 0x22222222, 0x38383838);
   if (tid == 0) {
-    for (int s = 0; s < SLOTS; s++) {
-      bar_init(full0 + 8 * s, 129);
-      bar_init(empty0 + 8 * s, CWG * 128);
+    *r.consumers_done = 0;
+    for (int s = 0; s < bslots; s++) {
+      bar_init(r.full0 + 8 * s, full_arrivals);
+      bar_init(r.empty0 + 8 * s, empty_arrivals);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  return r;
+}
+
+// Producer thread p's copies of every stage into the ring (the CTA's own weight rows, its
+// scale tiles, images that every CTA reads), announced on `full` LAG stages later (by
+// each thread, or PER_WARP by lane 0 for its warp).
+template <bool WEIGHT_COPIES, bool IMAGE_COPIES, int WAIT, int CWG, bool PER_WARP = false, int BSLOTS = SLOTS>
+__device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* weights, const uint8_t* scales,
+                                        const uint8_t* images) {
+  constexpr int WEIGHTS = weight_bytes(CWG), SCALES = scale_bytes(CWG), RAW = raw_bytes(CWG);
   const uint8_t* my_weights = weights + (size_t)blockIdx.x * CWG * 64 * ROW_BYTES;
   const uint8_t* my_scales = scales + (size_t)blockIdx.x * STAGES * 1024;
+  for (int s = 0; s < STAGES; s++) {
+    const int slot = s % SLOTS, bslot = s % BSLOTS;
+    if (s >= BSLOTS) producer_wait<WAIT>(r.empty0 + 8 * bslot, (s / BSLOTS - 1) & 1);
+    const uint32_t raw = r.raw0 + slot * RAW;
+    if (WEIGHT_COPIES) {
+#pragma unroll
+      for (int i = 0; i < CWG; i++) {
+        int chunk = p + 128 * i, row = chunk / 2, half = chunk % 2;
+        copy16(raw + chunk * 16, my_weights + (size_t)row * ROW_BYTES + s * 32 + half * 16);
+      }
+      if (p < SCALES / 16) copy16(raw + WEIGHTS + p * 16, my_scales + (size_t)s * 1024 + p * 16);
+    }
+    copies_commit();
+    if (p == 0) {
+      if (IMAGE_COPIES) {
+        bar_expect(r.full0 + 8 * bslot, IMAGE);
+        bulk(r.base + slot * IMAGE, images + (size_t)((s + blockIdx.x) % IMAGES) * IMAGE, IMAGE, r.full0 + 8 * bslot);
+      } else {
+        bar_arrive(r.full0 + 8 * bslot);
+      }
+    }
+    if (s >= LAG) {
+      copies_wait<LAG>();
+      if (PER_WARP) __syncwarp();
+      if (!PER_WARP || p % 32 == 0) bar_arrive(r.full0 + 8 * ((s - LAG) % BSLOTS));
+    }
+  }
+  copies_wait<0>();
+  if (PER_WARP) __syncwarp();
+  if (!PER_WARP || p % 32 == 0)
+    for (int s = STAGES - LAG; s < STAGES; s++) bar_arrive(r.full0 + 8 * (s % BSLOTS));
+}
+
+// A consumer thread's raw words of rows r0 and r0 + 8 (8 bytes each, quarter t) and their
+// fp16x2 scales, from slot `slot` (or what SIMPLE puts in their place).
+template <int CWG, int SIMPLE>
+__device__ __forceinline__ void read_raw(const Ring& r, int slot, int r0, int t, uint32_t* words, uint32_t* sc) {
+  const uint8_t* raw = r.smem + (r.raw0 - r.base) + slot * raw_bytes(CWG);
+  const int r1 = r0 + 8;
+  if (SIMPLE & ONE_LOAD) {
+    uint4 q = *(const uint4*)(raw + (threadIdx.x % 256) * 16);
+    words[0] = q.x, words[1] = q.y, words[2] = q.z, words[3] = q.w;
+  } else {
+    uint2 a = *(const uint2*)(raw + r0 * 32 + t * 8), b = *(const uint2*)(raw + r1 * 32 + t * 8);
+    words[0] = a.x, words[1] = a.y, words[2] = b.x, words[3] = b.y;
+  }
+  if (SIMPLE & CONST_SCALE) {
+    sc[0] = sc[1] = 0x3c003c00u;
+    return;
+  }
+  constexpr int WEIGHTS = weight_bytes(CWG);
+  uint32_t s0 = *(const uint32_t*)(raw + WEIGHTS + (r0 / 128) * 512 + (r0 % 128) * 4),
+           s1 = *(const uint32_t*)(raw + WEIGHTS + (r1 / 128) * 512 + (r1 % 128) * 4);
+  sc[0] = f16x2_from_e4m3x2(prmt(s0, 0, t * 0x11));
+  sc[1] = f16x2_from_e4m3x2(prmt(s1, 0, t * 0x11));
+}
+
+template <bool WEIGHT_COPIES, bool IMAGE_COPIES, bool CONVERT, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = 0,
+          int SKEW = 0, int CWG = 2, int SIMPLE = 0>
+__global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, float* sink, const uint8_t* weights,
+                                               const uint8_t* scales, const uint8_t* images) {
+  extern __shared__ uint8_t smem_raw[];
+  constexpr bool PER_WARP = SIMPLE & ARRIVE_PER_WARP;
+  constexpr int BSLOTS = SIMPLE & DEEP_RING ? MAX_BARRIER_SLOTS : SLOTS;
+  static_assert(!(SIMPLE & DEEP_RING) || (!WEIGHT_COPIES && !IMAGE_COPIES), "a deep ring only without copies");
+  const Ring ring = setup_ring<CWG>(smem_raw, 1 + (PER_WARP ? 4 : 128), PER_WARP ? CWG * 4 : CWG * 128, BSLOTS);
+  const uint32_t base = ring.base, full0 = ring.full0, empty0 = ring.empty0;
+  const int tid = threadIdx.x;
 
   // The role, visibly warp-uniform (as the kernel's shuffle makes it), so that ptxas keeps
   // the consumers' descriptors in uniform registers.
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  if (role == CWG && RING == POLLING_PRODUCER) {
+    while (!*ring.consumers_done) poll_once<WAIT == SUSPEND>(empty0, 0);
+    return;
+  }
   if (role == CWG && RING != FULL_RING) return;
   if (role == CWG) {
-    // The producer.
-    const int p = tid - CWG * 128;
-    for (int s = 0; s < STAGES; s++) {
-      const int slot = s % SLOTS;
-      if (s >= SLOTS) producer_wait<WAIT>(empty0 + 8 * slot, (s / SLOTS - 1) & 1);
-      const uint32_t raw = raw0 + slot * RAW;
-      if (WEIGHT_COPIES) {
-#pragma unroll
-        for (int i = 0; i < CWG; i++) {
-          int chunk = p + 128 * i, row = chunk / 2, half = chunk % 2;
-          copy16(raw + chunk * 16, my_weights + (size_t)row * ROW_BYTES + s * 32 + half * 16);
-        }
-        if (p < SCALES / 16) copy16(raw + WEIGHTS + p * 16, my_scales + (size_t)s * 1024 + p * 16);
-      }
-      copies_commit();
-      if (p == 0) {
-        if (IMAGE_COPIES) {
-          bar_expect(full0 + 8 * slot, IMAGE);
-          bulk(base + slot * IMAGE, images + (size_t)((s + blockIdx.x) % IMAGES) * IMAGE, IMAGE, full0 + 8 * slot);
-        } else {
-          bar_arrive(full0 + 8 * slot);
-        }
-      }
-      if (s >= LAG) {
-        copies_wait<LAG>();
-        bar_arrive(full0 + 8 * ((s - LAG) % SLOTS));
-      }
-    }
-    copies_wait<0>();
-    for (int s = STAGES - LAG; s < STAGES; s++) bar_arrive(full0 + 8 * (s % SLOTS));
+    produce<WEIGHT_COPIES, IMAGE_COPIES, WAIT, CWG, PER_WARP, BSLOTS>(ring, tid - CWG * 128, weights, scales, images);
     return;
   }
 
   // The consumers: warpgroup c, warp w, lane (g, t); rows r0 = 64c + 16w + g and r0 + 8.
   const int c = tid / 128, w = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int r0 = 64 * c + 16 * w + g, r1 = r0 + 8;
+  const int r0 = 64 * c + 16 * w + g;
   float d[64];
 #pragma unroll
   for (int i = 0; i < 64; i++) d[i] = 0.f;
   uint32_t frags[8][4];
   uint32_t words[4], sc[2], next_words[4], next_sc[2];
-  auto read = [&](int slot) {
-    const uint8_t* raw = smem + (raw0 - base) + slot * RAW;
-    uint2 a = *(const uint2*)(raw + r0 * 32 + t * 8), b = *(const uint2*)(raw + r1 * 32 + t * 8);
-    words[0] = a.x, words[1] = a.y, words[2] = b.x, words[3] = b.y;
-    uint32_t s0 = *(const uint32_t*)(raw + WEIGHTS + (r0 / 128) * 512 + (r0 % 128) * 4),
-             s1 = *(const uint32_t*)(raw + WEIGHTS + (r1 / 128) * 512 + (r1 % 128) * 4);
-    sc[0] = f16x2_from_e4m3x2(prmt(s0, 0, t * 0x11));
-    sc[1] = f16x2_from_e4m3x2(prmt(s1, 0, t * 0x11));
+  auto read = [&](int slot) { read_raw<CWG, SIMPLE>(ring, slot, r0, t, words, sc); };
+  auto release = [&](int slot) {
+    if (PER_WARP) __syncwarp();
+    if (!PER_WARP || lane == 0) bar_arrive(empty0 + 8 * slot);
   };
   if (RING == FULL_RING) bar_wait(full0, 0);
+  if (RING == CONSUMER_BARRIERS) bar_wait(full0, 1);
   long long t0 = clock64();
   // SKEW: warpgroup 1 starts this many cycles after warpgroup 0.
   if (SKEW > 0 && c == 1)
@@ -193,8 +288,8 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   for (int s = 0; s < STAGES; s += 2) {
 #pragma unroll
     for (int S = 0; S < 2; S++) {
-      const int stage = s + S, slot = stage % SLOTS;
-      const uint64_t act = desc(base + slot * IMAGE);
+      const int stage = s + S, slot = stage % SLOTS, bslot = stage % BSLOTS;
+      const uint64_t act = desc(base + (SIMPLE & ONE_SLOT ? 0 : slot) * IMAGE);
       // This stage's raw data, read during the last one (at its step READ_AT).
 #pragma unroll
       for (int i = 0; i < 4; i++) words[i] = next_words[i];
@@ -221,11 +316,12 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
           convert(J);
           fence();
         }
-        mma_rs_n128(d, frags[P], act + 2 * J, stage > 0 || J > 0);
+        mma_rs_n128(d, frags[P], act + 2 * J, SIMPLE & ALWAYS_ACC ? 1 : stage > 0 || J > 0);
         commit();
         if (J == READ_AT) {
           const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          if (RING == FULL_RING) bar_wait(full0 + 8 * (next % SLOTS), (next / SLOTS) & 1);
+          if (RING == FULL_RING) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+          if (RING == CONSUMER_BARRIERS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
           read(next % SLOTS);
 #pragma unroll
           for (int i = 0; i < 4; i++) next_words[i] = words[i];
@@ -233,15 +329,121 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         }
         if (J < 3) {
           wait<3>();
-          if (S == 1 && J == 2 && RING == FULL_RING) bar_arrive(empty0 + 8 * held);
+          if (S == 1 && J == 2 && (RING == FULL_RING || RING == CONSUMER_BARRIERS)) release(held);
         } else {
           if (S == 1) {
             wait<0>();
-            if (RING == FULL_RING) bar_arrive(empty0 + 8 * slot);
+            if (RING == FULL_RING || RING == CONSUMER_BARRIERS) release(bslot);
           } else {
             wait<3>();
-            held = slot;
+            held = bslot;
           }
+        }
+      }
+    }
+  }
+  wait<0>();
+  long long t1 = clock64();
+  if (RING == POLLING_PRODUCER && tid == 0) *ring.consumers_done = 1;
+  float acc = 0;
+#pragma unroll
+  for (int i = 0; i < 64; i++) acc += d[i];
+  if (acc == 1234.5f) sink[tid] = acc;
+  if (tid == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+// Runs `kernel` twice on one CTA per SM (the second timed) and prints its loop's tensor
+// utilisation: `weight_rows` / 64 m64n128k16 wgmmas per k16 step, 64 cycles each.
+template <typename Kernel>
+void run_and_report(const char* name, Kernel kernel, int sms, int threads, int smem, int weight_rows, long long* dc,
+                    float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  for (int rep = 0; rep < 2; rep++) kernel<<<sms, threads, smem>>>(dc, ds, wts, scl, img);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) { printf("%-44s cuda error %s\n", name, cudaGetErrorString(e)); return; }
+  std::vector<long long> c(sms);
+  cudaMemcpy(c.data(), dc, sms * sizeof(long long), cudaMemcpyDeviceToHost);
+  std::sort(c.begin(), c.end());
+  double ideal = double(STAGES) * 4 * weight_rows;
+  printf("%-44s %7.1f cycles per stage, tensor %5.1f %% (CTAs %5.1f-%5.1f %%)\n", name, c[sms / 2] / double(STAGES),
+         100 * ideal / c[sms / 2], 100 * ideal / c[sms - 1], 100 * ideal / c[0]);
+}
+
+template <bool W, bool I, bool C, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = FULL_RING, int SKEW = 0,
+          int CWG = 2, int SIMPLE = 0>
+void measure(const char* name, int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  const int threads = (CWG + (RING == NO_PRODUCER ? 0 : 1)) * 128;
+  run_and_report(name, run<W, I, C, READ_AT, WAIT, HOIST, RING, SKEW, CWG, SIMPLE>, sms, threads, smem_bytes(CWG), CWG * 64,
+                 dc, ds, wts, scl, img);
+}
+
+// Four consumer warpgroups on alternate stages of the 128x128 tile (640 threads): warpgroup c
+// multiplies weight block c % 2 (64 rows) for the stages of parity c / 2, so that each m64
+// block has two warpgroups converting for it, the two sums to be added at the end (not done
+// here). With two fragment buffers (`wait_group 1`) instead of four, to fit the 96 registers
+// ptxas gives 640 threads. The producer is as above; `empty` takes the 256 arrivals of the
+// stage's two warpgroups.
+template <bool CONVERT, int FRAGS>
+__global__ void __launch_bounds__(640, 1) run_alternate(long long* cycles, float* sink, const uint8_t* weights,
+                                                        const uint8_t* scales, const uint8_t* images) {
+  extern __shared__ uint8_t smem_raw[];
+  const Ring ring = setup_ring<2>(smem_raw, 129, 256);
+  const uint32_t base = ring.base, full0 = ring.full0, empty0 = ring.empty0;
+  const int tid = threadIdx.x;
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  if (role == 4) {
+    produce<true, true, SPIN, 2>(ring, tid - 4 * 128, weights, scales, images);
+    return;
+  }
+  const int c = role, blk = c % 2, parity = c / 2, w = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int r0 = 64 * blk + 16 * w + g;
+  float d[64];
+#pragma unroll
+  for (int i = 0; i < 64; i++) d[i] = 0.f;
+  uint32_t frags[FRAGS][4];
+  uint32_t words[4], sc[2], next_words[4], next_sc[2];
+  auto read = [&](int slot) { read_raw<2, 0>(ring, slot, r0, t, words, sc); };
+  bar_wait(full0 + 8 * parity, 0);
+  long long t0 = clock64();
+  read(parity);
+#pragma unroll
+  for (int i = 0; i < 4; i++) next_words[i] = words[i];
+  next_sc[0] = sc[0], next_sc[1] = sc[1];
+  int held = 0;
+  for (int s = parity; s < STAGES; s += 4) {
+#pragma unroll
+    for (int S = 0; S < 2; S++) {
+      const int stage = s + 2 * S, slot = stage % SLOTS;
+      const uint64_t act = desc(base + slot * IMAGE);
+#pragma unroll
+      for (int i = 0; i < 4; i++) words[i] = next_words[i];
+      const uint32_t sc0 = next_sc[0], sc1 = next_sc[1];
+      uint32_t cur[4] = {words[0], words[1], words[2], words[3]};
+#pragma unroll
+      for (int J = 0; J < 4; J++) {
+        const int P = (S * 4 + J) % FRAGS;
+        frags[P][0] = pair<CONVERT>(cur[(2 * J) / 4], (2 * J) % 4, sc0);
+        frags[P][1] = pair<CONVERT>(cur[2 + (2 * J) / 4], (2 * J) % 4, sc1);
+        frags[P][2] = pair<CONVERT>(cur[(2 * J + 1) / 4], (2 * J + 1) % 4, sc0);
+        frags[P][3] = pair<CONVERT>(cur[2 + (2 * J + 1) / 4], (2 * J + 1) % 4, sc1);
+        fence();
+        mma_rs_n128(d, frags[P], act + 2 * J, stage > parity || J > 0);
+        commit();
+        if (J == 3) {
+          const int next = stage + 2 < STAGES ? stage + 2 : stage;
+          bar_wait(full0 + 8 * (next % SLOTS), (next / SLOTS) & 1);
+          read(next % SLOTS);
+#pragma unroll
+          for (int i = 0; i < 4; i++) next_words[i] = words[i];
+          next_sc[0] = sc[0], next_sc[1] = sc[1];
+        }
+        if (S == 1 && J == 3) {
+          wait<0>();
+          bar_arrive(empty0 + 8 * slot);
+        } else {
+          wait<FRAGS - 1>();
+          if (S == 1 && J == FRAGS - 2) bar_arrive(empty0 + 8 * held);
+          if (S == 0 && J == 3) held = slot;
         }
       }
     }
@@ -255,24 +457,52 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   if (tid == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-template <bool W, bool I, bool C, int READ_AT = 3, int WAIT = SPIN, bool HOIST = false, int RING = FULL_RING, int SKEW = 0,
-          int CWG = 2>
-void measure(const char* name, int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
-  auto kernel = run<W, I, C, READ_AT, WAIT, HOIST, RING, SKEW, CWG>;
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(CWG));
-  const int threads = (CWG + (RING == NO_PRODUCER ? 0 : 1)) * 128;
-  for (int rep = 0; rep < 2; rep++) kernel<<<sms, threads, smem_bytes(CWG)>>>(dc, ds, wts, scl, img);
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) { printf("%-44s cuda error %s\n", name, cudaGetErrorString(e)); return; }
-  std::vector<long long> c(sms);
-  cudaMemcpy(c.data(), dc, sms * sizeof(long long), cudaMemcpyDeviceToHost);
-  std::sort(c.begin(), c.end());
-  double ideal = double(STAGES) * 4 * CWG * 64;
-  printf("%-44s %7.1f cycles per stage, tensor %5.1f %% (CTAs %5.1f-%5.1f %%)\n", name, c[sms / 2] / double(STAGES),
-         100 * ideal / c[sms / 2], 100 * ideal / c[sms - 1], 100 * ideal / c[0]);
+template <bool C, int FRAGS>
+void measure_alternate(const char* name, int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  run_and_report(name, run_alternate<C, FRAGS>, sms, 640, smem_bytes(2), 128, dc, ds, wts, scl, img);
 }
 
-int main() {
+void simple_series(int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  constexpr int NP = NO_PRODUCER;
+  measure<false, false, true, 3, SPIN, false, NP>("no ring: conversion", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, CONST_SCALE>("no ring: const scale", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, ONE_SLOT>("no ring: one slot", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, ALWAYS_ACC>("no ring: always acc", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, ONE_LOAD>("no ring: one load", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, 15>("no ring: all four", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, 14>("no ring: all but const scale", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, 13>("no ring: all but one slot", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, 11>("no ring: all but always acc", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, 7>("no ring: all but one load", sms, dc, ds, wts, scl, img);
+  measure<false, false, false, 3, SPIN, false, NP>("no ring: no conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, 15>("ring: all, all four simplified", sms, dc, ds, wts, scl, img);
+  measure<true, true, true>("ring: weights, scales, images, conversion", sms, dc, ds, wts, scl, img);
+  constexpr int PW = ARRIVE_PER_WARP;
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 2, PW>("ring: no copies, per-warp arrivals", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256, 2, PW>("ring: no copies, per-warp, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, PW>("ring: all, per-warp arrivals", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, PW>("ring: all, per-warp, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS>("consumers' barriers alone", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 256>("consumers' barriers alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, POLLING_PRODUCER>("polling producer alone", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, POLLING_PRODUCER, 256>("polling producer alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SUSPEND, false, POLLING_PRODUCER, 256>("suspending producer alone, 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 2, DEEP_RING>("deep ring: no copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256, 2, DEEP_RING>("deep ring: no copies, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 128, 2, DEEP_RING>("deep ring: no copies, wg 1 128 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256, 2, DEEP_RING | PW>("deep ring: no copies, per-warp, 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256>("ring: no copies, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER, 128>("no ring, conversion, warpgroup 1 128 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER, 512>("no ring, conversion, warpgroup 1 512 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER, 256>("no ring, conversion, warpgroup 1 256 later", sms, dc, ds, wts, scl, img);
+  measure_alternate<true, 2>("4 wg alternate, 2 fragment buffers", sms, dc, ds, wts, scl, img);
+  measure_alternate<false, 2>("4 wg alternate, 2 buffers, no conversion", sms, dc, ds, wts, scl, img);
+  measure_alternate<true, 3>("4 wg alternate, 3 fragment buffers", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 3>("ring, 3 consumer warpgroups: all", sms, dc, ds, wts, scl, img);
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   long long* dc;
@@ -287,6 +517,10 @@ int main() {
   cudaMemset(wts, 0x35, wbytes);
   cudaMemset(scl, 0x38, sbytes);
   cudaMemset(img, 0x00, ibytes);
+  if (argc > 1) {
+    simple_series(sms, dc, ds, wts, scl, img);
+    return 0;
+  }
   measure<true, true, true>("ring: weights, scales, images, conversion", sms, dc, ds, wts, scl, img);
   measure<true, true, false>("ring: no conversion", sms, dc, ds, wts, scl, img);
   measure<false, true, true>("ring: no weight copies", sms, dc, ds, wts, scl, img);
