@@ -13,11 +13,12 @@
 // the conversion; read the next stage's raw data at an earlier step (READ_AT); let the
 // producer's `empty` wait suspend or sleep (WAIT); convert a whole stage before its first
 // wgmma (HOIST); drop the producer and the barriers, or keep only the consumers' barrier
-// instructions or only a polling producer (RING); start warpgroup 1 some cycles late
+// instructions (both, the `full` waits, the `empty` arrivals) or only a polling producer
+// (RING); start warpgroup 1 some cycles late
 // (SKEW); or run three consumer warpgroups, 192 weight rows (CWG). SIMPLE takes single
 // differences from wgmma-rates' bare loop out (constant scales, one image slot, accumulate
 // always, one 16-byte raw load), or arrives once per warp, or gives a copy-less ring 32
-// barrier slots; `run_alternate` runs four consumer warpgroups on alternate stages (640
+// barrier slots, or waits on `full` at step 1 (the raw read still at READ_AT); `run_alternate` runs four consumer warpgroups on alternate stages (640
 // threads; ptxas serializes its wgmmas, C7512, at the 96 registers that leaves).
 // `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE, RING and SKEW
 // isolations and the alternate warpgroups. Small source changes move ptxas's schedule of
@@ -50,6 +51,9 @@ constexpr int FULL_RING = 0, NO_PRODUCER = 1, IDLE_PRODUCER = 2;
 // alone, polling a barrier that never completes until the consumers are done, and no
 // barriers in the consumers (POLLING_PRODUCER).
 constexpr int CONSUMER_BARRIERS = 3, POLLING_PRODUCER = 4;
+// ...or of those consumers' barrier instructions only the `full` waits (CONSUMER_WAITS) or
+// only the `empty` arrivals (CONSUMER_ARRIVALS).
+constexpr int CONSUMER_WAITS = 5, CONSUMER_ARRIVALS = 6;
 // SIMPLE: bits that take a difference from wgmma-rates' bare loop out: constant scales (no
 // scale loads or conversion), one image slot for every stage, accumulate always, one
 // 16-byte load of raw words per stage instead of two rows' 8 bytes.
@@ -60,6 +64,8 @@ constexpr int ARRIVE_PER_WARP = 16;
 // And DEEP_RING: 32 barrier slots over the 8 data slots, so that the producer may run 28
 // stages ahead (only without copies: the slots' bytes are then never written).
 constexpr int DEEP_RING = 32;
+// And EARLY_WAIT: the next stage's `full` wait at step 1, its raw read still at READ_AT.
+constexpr int EARLY_WAIT = 64;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -274,7 +280,7 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
     if (!PER_WARP || lane == 0) bar_arrive(empty0 + 8 * slot);
   };
   if (RING == FULL_RING) bar_wait(full0, 0);
-  if (RING == CONSUMER_BARRIERS) bar_wait(full0, 1);
+  if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0, 1);
   long long t0 = clock64();
   // SKEW: warpgroup 1 starts this many cycles after warpgroup 0.
   if (SKEW > 0 && c == 1)
@@ -318,10 +324,14 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         }
         mma_rs_n128(d, frags[P], act + 2 * J, SIMPLE & ALWAYS_ACC ? 1 : stage > 0 || J > 0);
         commit();
-        if (J == READ_AT) {
+        constexpr int WAIT_AT = SIMPLE & EARLY_WAIT ? 1 : READ_AT;
+        if (J == WAIT_AT) {
           const int next = stage + 1 < STAGES ? stage + 1 : stage;
           if (RING == FULL_RING) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
-          if (RING == CONSUMER_BARRIERS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
+          if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
+        }
+        if (J == READ_AT) {
+          const int next = stage + 1 < STAGES ? stage + 1 : stage;
           read(next % SLOTS);
 #pragma unroll
           for (int i = 0; i < 4; i++) next_words[i] = words[i];
@@ -329,11 +339,11 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         }
         if (J < 3) {
           wait<3>();
-          if (S == 1 && J == 2 && (RING == FULL_RING || RING == CONSUMER_BARRIERS)) release(held);
+          if (S == 1 && J == 2 && (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS)) release(held);
         } else {
           if (S == 1) {
             wait<0>();
-            if (RING == FULL_RING || RING == CONSUMER_BARRIERS) release(bslot);
+            if (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS) release(bslot);
           } else {
             wait<3>();
             held = bslot;
@@ -484,6 +494,15 @@ void simple_series(int sms, long long* dc, float* ds, const uint8_t* wts, const 
   measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, PW>("ring: all, per-warp, wg 1 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS>("consumers' barriers alone", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 256>("consumers' barriers alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_WAITS>("consumers' full waits alone", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_WAITS, 256>("consumers' full waits alone, 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_ARRIVALS>("consumers' empty arrivals alone", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_ARRIVALS, 256>("consumers' empty arrivals alone, 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 0, 2, EARLY_WAIT>("consumers' barriers alone, early wait", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 256, 2, EARLY_WAIT>("consumers' barriers, early wait, 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, EARLY_WAIT>("ring: all, early wait", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, EARLY_WAIT>("ring: all, early wait, 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 2, EARLY_WAIT>("ring: no copies, early wait", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, POLLING_PRODUCER>("polling producer alone", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, POLLING_PRODUCER, 256>("polling producer alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SUSPEND, false, POLLING_PRODUCER, 256>("suspending producer alone, 256 later", sms, dc, ds, wts, scl, img);
