@@ -14,16 +14,16 @@
 // producer's `empty` wait suspend or sleep (WAIT); convert a whole stage before its first
 // wgmma (HOIST); drop the producer and the barriers, or keep only the consumers' barrier
 // instructions (both, the `full` waits, the `empty` arrivals) or only a polling producer
-// (RING); start warpgroup 1 some cycles late
-// (SKEW); or run three consumer warpgroups, 192 weight rows (CWG). SIMPLE takes single
-// differences from wgmma-rates' bare loop out (constant scales, one image slot, accumulate
-// always, one 16-byte raw load), or arrives once per warp, or gives a copy-less ring 32
-// barrier slots, or waits on `full` at step 1 (the raw read still at READ_AT); `run_alternate` runs four consumer warpgroups on alternate stages (640
-// threads; ptxas serializes its wgmmas, C7512, at the 96 registers that leaves).
-// `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE, RING and SKEW
-// isolations and the alternate warpgroups. Small source changes move ptxas's schedule of
-// every variant and its rate by several points (docs/perf-notes.md, session 45): compare
-// variants of one build.
+// (RING); start warpgroup 1 some cycles late (SKEW); or run three consumer warpgroups, 192
+// weight rows (CWG). SIMPLE takes single differences from wgmma-rates' bare loop out
+// (constant scales, one image slot, accumulate always, one 16-byte raw load), or arrives
+// once per warp, or gives a copy-less ring 32 barrier slots, or waits on `full` at step 1
+// (the raw read still at READ_AT); `run_alternate` runs four consumer warpgroups on
+// alternate stages (640 threads; ptxas serializes its wgmmas, C7512, at the 96 registers
+// that leaves). `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE,
+// RING and SKEW isolations and the alternate warpgroups. Small source changes move
+// ptxas's schedule of every variant and its rate by several points (docs/perf-notes.md,
+// session 45): compare variants of one build.
 // Timing only: the values are never checked. Cycles from clock64 on consumer thread 0
 // from its first stage's `full` to its last drain, median over CTAs; tensor utilisation =
 // 4 x CWG wgmmas x 64 cycles per stage / cycles.
@@ -47,7 +47,7 @@ constexpr int SPIN = 0, SUSPEND = 1, SLEEP = 2;
 constexpr int FULL_RING = 0, NO_PRODUCER = 1, IDLE_PRODUCER = 2;
 // ...the consumers' barrier instructions alone: the producer warps exit, each `full` wait
 // asks for the phase before a fresh barrier's first (complete at once) and the `empty`
-// arrivals go to barriers that never complete (CONSUMER_BARRIERS); or the producer warps
+// arrivals go on, with no one waiting for them (CONSUMER_BARRIERS); or the producer warps
 // alone, polling a barrier that never completes until the consumers are done, and no
 // barriers in the consumers (POLLING_PRODUCER).
 constexpr int CONSUMER_BARRIERS = 3, POLLING_PRODUCER = 4;
@@ -390,8 +390,9 @@ void measure(const char* name, int sms, long long* dc, float* ds, const uint8_t*
 // Four consumer warpgroups on alternate stages of the 128x128 tile (640 threads): warpgroup c
 // multiplies weight block c % 2 (64 rows) for the stages of parity c / 2, so that each m64
 // block has two warpgroups converting for it, the two sums to be added at the end (not done
-// here). With two fragment buffers (`wait_group 1`) instead of four, to fit the 96 registers
-// ptxas gives 640 threads. The producer is as above; `empty` takes the 256 arrivals of the
+// here). Two or three fragment buffers (`wait_group 1` or 2) instead of four, to fit the 96
+// registers ptxas gives 640 threads; it still serializes the wgmmas (C7512). The producer
+// is as above; `empty` takes the 256 arrivals of the
 // stage's two warpgroups.
 template <bool CONVERT, int FRAGS>
 __global__ void __launch_bounds__(640, 1) run_alternate(long long* cycles, float* sink, const uint8_t* weights,
