@@ -18,7 +18,7 @@
 // weight rows (CWG). SIMPLE takes single differences from wgmma-rates' bare loop out
 // (constant scales, one image slot, accumulate always, one 16-byte raw load), or arrives
 // once per warp, or gives a copy-less ring 32 barrier slots, or waits on `full` at step 1
-// (the raw read still at READ_AT); `run_alternate` runs four consumer warpgroups on
+// (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be; `run_alternate` runs four consumer warpgroups on
 // alternate stages (640 threads; ptxas serializes its wgmmas, C7512, at the 96 registers
 // that leaves). `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE,
 // RING and SKEW isolations and the alternate warpgroups. Small source changes move
@@ -66,6 +66,10 @@ constexpr int ARRIVE_PER_WARP = 16;
 constexpr int DEEP_RING = 32;
 // And EARLY_WAIT: the next stage's `full` wait at step 1, its raw read still at READ_AT.
 constexpr int EARLY_WAIT = 64;
+// And SPLIT_WAIT: a non-blocking `test_wait` of the next stage's `full` at step 2 (step 1
+// with EARLY_WAIT), the blocking wait at READ_AT only if that said not yet, so that the
+// test's latency overlaps the steps between.
+constexpr int SPLIT_WAIT = 128;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -89,6 +93,12 @@ __device__ __forceinline__ void poll_once(uint32_t bar, uint32_t parity) {
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2; }" ::"r"(bar), "r"(parity), "r"(1000000) : "memory");
   else
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; }" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ uint32_t test_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done;
 }
 __device__ __forceinline__ void copy16(uint32_t dst, const uint8_t* src) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
@@ -291,6 +301,7 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   for (int i = 0; i < 4; i++) next_words[i] = words[i];
   next_sc[0] = sc[0], next_sc[1] = sc[1];
   int held = 0;
+  uint32_t ready = 0;
   for (int s = 0; s < STAGES; s += 2) {
 #pragma unroll
     for (int S = 0; S < 2; S++) {
@@ -325,7 +336,16 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         mma_rs_n128(d, frags[P], act + 2 * J, SIMPLE & ALWAYS_ACC ? 1 : stage > 0 || J > 0);
         commit();
         constexpr int WAIT_AT = SIMPLE & EARLY_WAIT ? 1 : READ_AT;
-        if (J == WAIT_AT) {
+        constexpr int TEST_AT = SIMPLE & EARLY_WAIT ? 1 : 2;
+        if ((SIMPLE & SPLIT_WAIT) && J == TEST_AT) {
+          const int next = stage + 1 < STAGES ? stage + 1 : stage;
+          if (RING == FULL_RING) ready = test_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+        }
+        if ((SIMPLE & SPLIT_WAIT) && J == READ_AT) {
+          const int next = stage + 1 < STAGES ? stage + 1 : stage;
+          if (RING == FULL_RING && !ready) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+        }
+        if (!(SIMPLE & SPLIT_WAIT) && J == WAIT_AT) {
           const int next = stage + 1 < STAGES ? stage + 1 : stage;
           if (RING == FULL_RING) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
           if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
@@ -495,6 +515,11 @@ void simple_series(int sms, long long* dc, float* ds, const uint8_t* wts, const 
   measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, PW>("ring: all, per-warp, wg 1 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS>("consumers' barriers alone", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 256>("consumers' barriers alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT>("ring: all, full tested at step 2", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT | EARLY_WAIT>("ring: all, full tested at step 1", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT | DEEP_RING>("deep ring: no copies, tested at step 2", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FULL_RING, 256, 2, SPLIT_WAIT | DEEP_RING>("deep ring: tested at step 2, 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, SPLIT_WAIT>("ring: all, tested at step 2, 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_WAITS>("consumers' full waits alone", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_WAITS, 256>("consumers' full waits alone, 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_ARRIVALS>("consumers' empty arrivals alone", sms, dc, ds, wts, scl, img);
