@@ -18,7 +18,8 @@
 // weight rows (CWG). SIMPLE takes single differences from wgmma-rates' bare loop out
 // (constant scales, one image slot, accumulate always, one 16-byte raw load), or arrives
 // once per warp, or gives a copy-less ring 32 barrier slots, or waits on `full` at step 1
-// (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be; `run_alternate` runs four consumer warpgroups on
+// (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be,
+// or has the producer build each stage's image from raw activations (PRODUCER_IMAGES); `run_alternate` runs four consumer warpgroups on
 // alternate stages (640 threads; ptxas serializes its wgmmas, C7512, at the 96 registers
 // that leaves). `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE,
 // RING and SKEW isolations and the alternate warpgroups. Small source changes move
@@ -70,6 +71,13 @@ constexpr int EARLY_WAIT = 64;
 // with EARLY_WAIT), the blocking wait at READ_AT only if that said not yet, so that the
 // test's latency overlaps the steps between.
 constexpr int SPLIT_WAIT = 128;
+// And PRODUCER_IMAGES: no image bulk copy; the producer copies each stage's raw activations
+// (128 rows x 32 bytes and a 512-byte scale tile, into a staging ring of their own) with
+// the weights, and once they have landed each producer thread converts one activation row
+// into the slot's image (eight 16-byte chunks, 128B-swizzled), `fence.proxy.async`, then
+// announces the stage: what building the images in the GEMM, with no prologue launch, would
+// cost the loop.
+constexpr int PRODUCER_IMAGES = 256;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -136,7 +144,11 @@ constexpr int MAX_BARRIER_SLOTS = 32;
 __host__ __device__ constexpr int weight_bytes(int cwg) { return cwg * 64 * 32; }
 __host__ __device__ constexpr int scale_bytes(int cwg) { return 512 * ((cwg * 64 + 127) / 128); }
 __host__ __device__ constexpr int raw_bytes(int cwg) { return weight_bytes(cwg) + scale_bytes(cwg); }
-__host__ __device__ constexpr int smem_bytes(int cwg) { return 1024 + SLOTS * (IMAGE + raw_bytes(cwg)) + 2 * MAX_BARRIER_SLOTS * 8 + 16; }
+// A stage's raw activations for PRODUCER_IMAGES: 128 rows x 32 bytes, a 512-byte scale tile.
+constexpr int ACT_RAW = 128 * 32 + 512;
+__host__ __device__ constexpr int smem_bytes(int cwg) {
+  return 1024 + SLOTS * (IMAGE + raw_bytes(cwg)) + 2 * MAX_BARRIER_SLOTS * 8 + 16 + SLOTS * ACT_RAW;
+}
 constexpr int MAX_CWG = 3;
 constexpr int STAGES = 512;                      // per CTA; K = 64 x STAGES
 constexpr int ROW_BYTES = STAGES * 32;           // a weight row: 32 bytes per stage
@@ -158,6 +170,7 @@ struct Ring {
   uint8_t* smem;
   uint32_t base, raw0, full0, empty0;
   volatile int* consumers_done;  // POLLING_PRODUCER's flag
+  uint32_t act_raw0;             // PRODUCER_IMAGES' staging ring
 };
 template <int CWG>
 __device__ __forceinline__ Ring setup_ring(uint8_t* smem_raw, int full_arrivals, int empty_arrivals, int bslots = SLOTS) {
@@ -170,6 +183,7 @@ __device__ __forceinline__ Ring setup_ring(uint8_t* smem_raw, int full_arrivals,
   r.full0 = r.raw0 + SLOTS * raw_bytes(CWG);
   r.empty0 = r.full0 + MAX_BARRIER_SLOTS * 8;
   r.consumers_done = (volatile int*)(r.smem + (r.empty0 - r.base) + MAX_BARRIER_SLOTS * 8);
+  r.act_raw0 = r.empty0 + MAX_BARRIER_SLOTS * 8 + 16;
   const int tid = threadIdx.x;
   for (int i = tid * 16; i < SLOTS * (IMAGE + raw_bytes(CWG)); i += blockDim.x * 16)
     *(uint4*)(r.smem + i) = make_uint4(0x3c3c3c3c, 0x11111111, 0x22222222, 0x38383838);
@@ -185,10 +199,36 @@ __device__ __forceinline__ Ring setup_ring(uint8_t* smem_raw, int full_arrivals,
   return r;
 }
 
+// PRODUCER_IMAGES: producer thread p turns activation row p of stage `slot`'s raw copy into
+// its image row: for each of its four 16-value quarters t (two words, one scale), the four
+// pairs of each word times the scale; chunk i of the row holds pair i of every quarter (the
+// kernel's K order), at chunk i ^ (p % 8) (the 128B swizzle).
+template <bool CONVERT>
+__device__ __forceinline__ void build_image_row(const Ring& r, int slot, int p) {
+  const uint8_t* src = r.smem + (r.act_raw0 - r.base) + slot * ACT_RAW;
+  const uint4 lo = *(const uint4*)(src + p * 32), hi = *(const uint4*)(src + p * 32 + 16);
+  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const uint32_t sfw = *(const uint32_t*)(src + 4096 + p * 4);
+  uint32_t sc[4];
+#pragma unroll
+  for (int t = 0; t < 4; t++) sc[t] = f16x2_from_e4m3x2(prmt(sfw, 0, t * 0x11));
+  uint8_t* row = r.smem + slot * IMAGE + p * 128;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    uint4 chunk;
+    chunk.x = pair<CONVERT>(w[0 + i / 4], i % 4, sc[0]);
+    chunk.y = pair<CONVERT>(w[2 + i / 4], i % 4, sc[1]);
+    chunk.z = pair<CONVERT>(w[4 + i / 4], i % 4, sc[2]);
+    chunk.w = pair<CONVERT>(w[6 + i / 4], i % 4, sc[3]);
+    *(uint4*)(row + 16 * (i ^ (p % 8))) = chunk;
+  }
+}
+
 // Producer thread p's copies of every stage into the ring (the CTA's own weight rows, its
 // scale tiles, images that every CTA reads), announced on `full` LAG stages later (by
 // each thread, or PER_WARP by lane 0 for its warp).
-template <bool WEIGHT_COPIES, bool IMAGE_COPIES, int WAIT, int CWG, bool PER_WARP = false, int BSLOTS = SLOTS>
+template <bool WEIGHT_COPIES, bool IMAGE_COPIES, int WAIT, int CWG, bool PER_WARP = false, int BSLOTS = SLOTS,
+          bool IMAGES_HERE = false>
 __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* weights, const uint8_t* scales,
                                         const uint8_t* images) {
   constexpr int WEIGHTS = weight_bytes(CWG), SCALES = scale_bytes(CWG), RAW = raw_bytes(CWG);
@@ -206,6 +246,14 @@ __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* wei
       }
       if (p < SCALES / 16) copy16(raw + WEIGHTS + p * 16, my_scales + (size_t)s * 1024 + p * 16);
     }
+    if (IMAGES_HERE) {
+      // The stage's raw activations, from 4 MiB that every CTA reads (as the images).
+      const uint32_t act = r.act_raw0 + slot * ACT_RAW;
+      const uint8_t* a = images + (size_t)((s + blockIdx.x) % IMAGES) * ACT_RAW;
+      copy16(act + p * 16, a + p * 16);
+      copy16(act + (p + 128) * 16, a + (p + 128) * 16);
+      if (p < 32) copy16(act + 4096 + p * 16, a + 4096 + p * 16);
+    }
     copies_commit();
     if (p == 0) {
       if (IMAGE_COPIES) {
@@ -217,11 +265,19 @@ __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* wei
     }
     if (s >= LAG) {
       copies_wait<LAG>();
+      if (IMAGES_HERE) {
+        build_image_row<true>(r, (s - LAG) % SLOTS, p);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      }
       if (PER_WARP) __syncwarp();
       if (!PER_WARP || p % 32 == 0) bar_arrive(r.full0 + 8 * ((s - LAG) % BSLOTS));
     }
   }
   copies_wait<0>();
+  if (IMAGES_HERE) {
+    for (int s = STAGES - LAG; s < STAGES; s++) build_image_row<true>(r, s % SLOTS, p);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
   if (PER_WARP) __syncwarp();
   if (!PER_WARP || p % 32 == 0)
     for (int s = STAGES - LAG; s < STAGES; s++) bar_arrive(r.full0 + 8 * (s % BSLOTS));
@@ -272,7 +328,9 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   }
   if (role == CWG && RING != FULL_RING) return;
   if (role == CWG) {
-    produce<WEIGHT_COPIES, IMAGE_COPIES, WAIT, CWG, PER_WARP, BSLOTS>(ring, tid - CWG * 128, weights, scales, images);
+    static_assert(!(SIMPLE & PRODUCER_IMAGES) || (!IMAGE_COPIES && CWG == 2), "images from the producer replace the bulk copies");
+    produce<WEIGHT_COPIES, IMAGE_COPIES, WAIT, CWG, PER_WARP, BSLOTS, (SIMPLE & PRODUCER_IMAGES) != 0>(ring, tid - CWG * 128,
+                                                                                                    weights, scales, images);
     return;
   }
 
@@ -515,6 +573,9 @@ void simple_series(int sms, long long* dc, float* ds, const uint8_t* wts, const 
   measure<true, true, true, 3, SPIN, false, FULL_RING, 256, 2, PW>("ring: all, per-warp, wg 1 256 later", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS>("consumers' barriers alone", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, CONSUMER_BARRIERS, 256>("consumers' barriers alone, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, false, true, 3, SPIN, false, FULL_RING, 0, 2, PRODUCER_IMAGES>("ring: images built by the producer", sms, dc, ds, wts, scl, img);
+  measure<true, false, true, 3, SPIN, false, FULL_RING, 0, 2>("ring: no image copies (same build)", sms, dc, ds, wts, scl, img);
+  measure<true, false, false, 3, SPIN, false, FULL_RING, 0, 2, PRODUCER_IMAGES>("ring: producer images, no conversion", sms, dc, ds, wts, scl, img);
   measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT>("ring: all, full tested at step 2", sms, dc, ds, wts, scl, img);
   measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT | EARLY_WAIT>("ring: all, full tested at step 1", sms, dc, ds, wts, scl, img);
   measure<false, false, true, 3, SPIN, false, FULL_RING, 0, 2, SPLIT_WAIT | DEEP_RING>("deep ring: no copies, tested at step 2", sms, dc, ds, wts, scl, img);
