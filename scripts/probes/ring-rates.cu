@@ -19,20 +19,24 @@
 // (constant scales, one image slot, accumulate always, one 16-byte raw load), or arrives
 // once per warp, or gives a copy-less ring 32 barrier slots, or waits on `full` at step 1
 // (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be,
-// or has the producer build each stage's image from raw activations (PRODUCER_IMAGES); `run_alternate` runs four consumer warpgroups on
-// alternate stages (640 threads; ptxas serializes its wgmmas, C7512, at the 96 registers
-// that leaves). `./ring-rates` runs the main series, `./ring-rates simple` the SIMPLE,
-// RING and SKEW isolations and the alternate warpgroups. Small source changes move
-// ptxas's schedule of every variant and its rate by several points (docs/perf-notes.md,
-// session 45): compare variants of one build.
+// or has the producer build each stage's image from raw activations (PRODUCER_IMAGES), or
+// has warpgroup 1 drain at the other stage of each pair (OFFSET_DRAIN); `run_alternate`
+// runs four consumer warpgroups on alternate stages (640 threads; ptxas serializes its
+// wgmmas, C7512, at the 96 registers that leaves). `./ring-rates` runs the main series,
+// `./ring-rates simple` the SIMPLE, RING and SKEW isolations and the alternate warpgroups,
+// `./ring-rates drains` the drains a stage apart against the same loops draining
+// together. Small source changes move ptxas's schedule of every variant and its rate by
+// several points (docs/perf-notes.md, session 45): compare variants of one build.
 // Timing only: the values are never checked. Cycles from clock64 on consumer thread 0
 // from its first stage's `full` to its last drain, median over CTAs; tensor utilisation =
 // 4 x CWG wgmmas x 64 cycles per stage / cycles.
 //
-//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates [simple]
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates [simple | drains]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "wgmma.cuh"
@@ -79,6 +83,10 @@ constexpr int SPLIT_WAIT = 128;
 // announces the stage: what building the images in the GEMM, with no prologue launch, would
 // cost the loop.
 constexpr int PRODUCER_IMAGES = 256;
+// And OFFSET_DRAIN: warpgroup 1 drains its wgmmas (`wait_group 0`) at the end of the first
+// stage of each pair instead of the second, so that the two warpgroups never drain at the
+// same stage boundary (the kernel's bf16 entries' "pairs a stage apart").
+constexpr int OFFSET_DRAIN = 512;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -361,6 +369,9 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   next_sc[0] = sc[0], next_sc[1] = sc[1];
   int held = 0;
   uint32_t ready = 0;
+  // DS: the stage of each pair (0 or 1) at whose end this warpgroup drains.
+  auto loop = [&](auto drain_stage) {
+  constexpr int DS = decltype(drain_stage)::value;
   for (int s = 0; s < STAGES; s += 2) {
 #pragma unroll
     for (int S = 0; S < 2; S++) {
@@ -418,9 +429,9 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         }
         if (J < 3) {
           wait<3>();
-          if (S == 1 && J == 2 && (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS)) release(held);
+          if (S == DS && J == 2 && stage > 0 && (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS)) release(held);
         } else {
-          if (S == 1) {
+          if (S == DS) {
             wait<0>();
             if (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS) release(bslot);
           } else {
@@ -431,6 +442,11 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
       }
     }
   }
+  };
+  if ((SIMPLE & OFFSET_DRAIN) && c == 1)
+    loop(std::integral_constant<int, 0>{});
+  else
+    loop(std::integral_constant<int, 1>{});
   wait<0>();
   long long t1 = clock64();
   if (RING == POLLING_PRODUCER && tid == 0) *ring.consumers_done = 1;
@@ -608,6 +624,25 @@ void simple_series(int sms, long long* dc, float* ds, const uint8_t* wts, const 
   measure<true, true, true, 3, SPIN, false, FULL_RING, 0, 3>("ring, 3 consumer warpgroups: all", sms, dc, ds, wts, scl, img);
 }
 
+// The drains a stage apart (OFFSET_DRAIN) against the same loops with both warpgroups
+// draining together, in one build.
+void drains_series(int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  constexpr int NP = NO_PRODUCER, FR = FULL_RING, OD = OFFSET_DRAIN;
+  measure<false, false, true, 3, SPIN, false, NP>("no ring: conversion", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 0, 2, OD>("no ring: drains apart", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 256>("no ring: wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NP, 256, 2, OD>("no ring: drains apart, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR>("ring: all", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 0, 2, OD>("ring: all, drains apart", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 256, 2, OD>("ring: all, drains apart, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR>("ring: no copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR, 0, 2, OD>("ring: no copies, drains apart", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR, 0, 2, DEEP_RING>("deep ring: no copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR, 0, 2, DEEP_RING | OD>("deep ring: no copies, drains apart", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_WAITS, 0, 2, OD>("consumer waits only, drains apart", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, CONSUMER_ARRIVALS, 0, 2, OD>("consumer arrivals only, drains apart", sms, dc, ds, wts, scl, img);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   int sms = 0;
@@ -624,6 +659,10 @@ int main(int argc, char** argv) {
   cudaMemset(wts, 0x35, wbytes);
   cudaMemset(scl, 0x38, sbytes);
   cudaMemset(img, 0x00, ibytes);
+  if (argc > 1 && std::string(argv[1]) == "drains") {
+    drains_series(sms, dc, ds, wts, scl, img);
+    return 0;
+  }
   if (argc > 1) {
     simple_series(sms, dc, ds, wts, scl, img);
     return 0;
