@@ -20,18 +20,19 @@
 // once per warp, or gives a copy-less ring 32 barrier slots, or waits on `full` at step 1
 // (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be,
 // or has the producer build each stage's image from raw activations (PRODUCER_IMAGES), or
-// has warpgroup 1 drain at the other stage of each pair (OFFSET_DRAIN); `run_alternate`
+// has warpgroup 1 drain at the other stage of each pair (OFFSET_DRAIN), or announces stages
+// in pairs on one `full` barrier each (PAIR_FULL); `run_alternate`
 // runs four consumer warpgroups on alternate stages (640 threads; ptxas serializes its
 // wgmmas, C7512, at the 96 registers that leaves). `./ring-rates` runs the main series,
 // `./ring-rates simple` the SIMPLE, RING and SKEW isolations and the alternate warpgroups,
 // `./ring-rates drains` the drains a stage apart against the same loops draining
-// together. Small source changes move ptxas's schedule of every variant and its rate by
+// together, `./ring-rates pairs` a `full` barrier per pair against one per stage. Small source changes move ptxas's schedule of every variant and its rate by
 // several points (docs/perf-notes.md, session 45): compare variants of one build.
 // Timing only: the values are never checked. Cycles from clock64 on consumer thread 0
 // from its first stage's `full` to its last drain, median over CTAs; tensor utilisation =
 // 4 x CWG wgmmas x 64 cycles per stage / cycles.
 //
-//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates [simple | drains]
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -o ring-rates ring-rates.cu && ./ring-rates [simple | drains | pairs]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -87,6 +88,10 @@ constexpr int PRODUCER_IMAGES = 256;
 // stage of each pair instead of the second, so that the two warpgroups never drain at the
 // same stage boundary (the kernel's bf16 entries' "pairs a stage apart").
 constexpr int OFFSET_DRAIN = 512;
+// And PAIR_FULL: one `full` barrier per pair of stages (the producer announces a pair once
+// both stages have landed, thread 0's two image copies expected on it), so that the
+// consumers wait once per pair, before its first stage; `empty` stays per stage.
+constexpr int PAIR_FULL = 1024;
 template <int MODE>
 __device__ __forceinline__ void producer_wait(uint32_t bar, uint32_t parity) {
   if (MODE == SPIN) bar_wait(bar, parity);
@@ -237,12 +242,16 @@ __device__ __forceinline__ void build_image_row(const Ring& r, int slot, int p) 
 // scale tiles, images that every CTA reads), announced on `full` LAG stages later (by
 // each thread, or PER_WARP by lane 0 for its warp).
 template <bool WEIGHT_COPIES, bool IMAGE_COPIES, int WAIT, int CWG, bool PER_WARP = false, int BSLOTS = SLOTS,
-          bool IMAGES_HERE = false>
+          bool IMAGES_HERE = false, bool PAIR = false>
 __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* weights, const uint8_t* scales,
                                         const uint8_t* images) {
   constexpr int WEIGHTS = weight_bytes(CWG), SCALES = scale_bytes(CWG), RAW = raw_bytes(CWG);
   const uint8_t* my_weights = weights + (size_t)blockIdx.x * CWG * 64 * ROW_BYTES;
   const uint8_t* my_scales = scales + (size_t)blockIdx.x * STAGES * 1024;
+  // The `full` barrier of stage s (PAIR: its pair's), and whether its announcement is due
+  // once stage s has landed (PAIR: the pair's second stage).
+  auto full_of = [](int s) { return PAIR ? (s / 2) % (BSLOTS / 2) : s % BSLOTS; };
+  auto announces = [](int s) { return !PAIR || s % 2 == 1; };
   for (int s = 0; s < STAGES; s++) {
     const int slot = s % SLOTS, bslot = s % BSLOTS;
     if (s >= BSLOTS) producer_wait<WAIT>(r.empty0 + 8 * bslot, (s / BSLOTS - 1) & 1);
@@ -266,10 +275,10 @@ __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* wei
     copies_commit();
     if (p == 0) {
       if (IMAGE_COPIES) {
-        bar_expect(r.full0 + 8 * bslot, IMAGE);
-        bulk(r.base + slot * IMAGE, images + (size_t)((s + blockIdx.x) % IMAGES) * IMAGE, IMAGE, r.full0 + 8 * bslot);
+        bar_expect(r.full0 + 8 * full_of(s), IMAGE);
+        bulk(r.base + slot * IMAGE, images + (size_t)((s + blockIdx.x) % IMAGES) * IMAGE, IMAGE, r.full0 + 8 * full_of(s));
       } else {
-        bar_arrive(r.full0 + 8 * bslot);
+        bar_arrive(r.full0 + 8 * full_of(s));
       }
     }
     if (s >= LAG) {
@@ -279,7 +288,7 @@ __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* wei
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       }
       if (PER_WARP) __syncwarp();
-      if (!PER_WARP || p % 32 == 0) bar_arrive(r.full0 + 8 * ((s - LAG) % BSLOTS));
+      if ((!PER_WARP || p % 32 == 0) && announces(s - LAG)) bar_arrive(r.full0 + 8 * full_of(s - LAG));
     }
   }
   copies_wait<0>();
@@ -289,7 +298,8 @@ __device__ __forceinline__ void produce(const Ring& r, int p, const uint8_t* wei
   }
   if (PER_WARP) __syncwarp();
   if (!PER_WARP || p % 32 == 0)
-    for (int s = STAGES - LAG; s < STAGES; s++) bar_arrive(r.full0 + 8 * (s % BSLOTS));
+    for (int s = STAGES - LAG; s < STAGES; s++)
+      if (announces(s)) bar_arrive(r.full0 + 8 * full_of(s));
 }
 
 // A consumer thread's raw words of rows r0 and r0 + 8 (8 bytes each, quarter t) and their
@@ -324,7 +334,10 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   constexpr bool PER_WARP = SIMPLE & ARRIVE_PER_WARP;
   constexpr int BSLOTS = SIMPLE & DEEP_RING ? MAX_BARRIER_SLOTS : SLOTS;
   static_assert(!(SIMPLE & DEEP_RING) || (!WEIGHT_COPIES && !IMAGE_COPIES), "a deep ring only without copies");
-  const Ring ring = setup_ring<CWG>(smem_raw, 1 + (PER_WARP ? 4 : 128), PER_WARP ? CWG * 4 : CWG * 128, BSLOTS);
+  constexpr bool PAIR = SIMPLE & PAIR_FULL;
+  static_assert(!PAIR || !(SIMPLE & (ARRIVE_PER_WARP | DEEP_RING | EARLY_WAIT | SPLIT_WAIT | PRODUCER_IMAGES)), "PAIR_FULL alone");
+  // `full`: each producer thread once, thread 0's `expect_tx` (or arrival) once per stage.
+  const Ring ring = setup_ring<CWG>(smem_raw, (PAIR ? 2 : 1) + (PER_WARP ? 4 : 128), PER_WARP ? CWG * 4 : CWG * 128, BSLOTS);
   const uint32_t base = ring.base, full0 = ring.full0, empty0 = ring.empty0;
   const int tid = threadIdx.x;
 
@@ -338,7 +351,7 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   if (role == CWG && RING != FULL_RING) return;
   if (role == CWG) {
     static_assert(!(SIMPLE & PRODUCER_IMAGES) || (!IMAGE_COPIES && CWG == 2), "images from the producer replace the bulk copies");
-    produce<WEIGHT_COPIES, IMAGE_COPIES, WAIT, CWG, PER_WARP, BSLOTS, (SIMPLE & PRODUCER_IMAGES) != 0>(ring, tid - CWG * 128,
+    produce<WEIGHT_COPIES, IMAGE_COPIES, WAIT, CWG, PER_WARP, BSLOTS, (SIMPLE & PRODUCER_IMAGES) != 0, PAIR>(ring, tid - CWG * 128,
                                                                                                     weights, scales, images);
     return;
   }
@@ -417,7 +430,10 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
         }
         if (!(SIMPLE & SPLIT_WAIT) && J == WAIT_AT) {
           const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          if (RING == FULL_RING) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+          if (RING == FULL_RING && !PAIR) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+          // PAIR: the next pair's barrier before its first stage (S = 1: the next stage is even).
+          constexpr int PAIRS = BSLOTS / 2;
+          if (RING == FULL_RING && PAIR && S == 1 && next != stage) bar_wait(full0 + 8 * ((next / 2) % PAIRS), ((next / 2) / PAIRS) & 1);
           if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
         }
         if (J == READ_AT) {
@@ -643,6 +659,21 @@ void drains_series(int sms, long long* dc, float* ds, const uint8_t* wts, const 
   measure<false, false, true, 3, SPIN, false, CONSUMER_ARRIVALS, 0, 2, OD>("consumer arrivals only, drains apart", sms, dc, ds, wts, scl, img);
 }
 
+// One `full` barrier per pair of stages (PAIR_FULL) against one per stage, in one build.
+void pairs_series(int sms, long long* dc, float* ds, const uint8_t* wts, const uint8_t* scl, const uint8_t* img) {
+  constexpr int FR = FULL_RING, PF = PAIR_FULL;
+  measure<true, true, true, 3, SPIN, false, FR>("ring: all", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 0, 2, PF>("ring: all, full per pair", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 256, 2, PF>("ring: all, full per pair, wg 1 256 later", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR>("ring: no copies", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, FR, 0, 2, PF>("ring: no copies, full per pair", sms, dc, ds, wts, scl, img);
+  measure<true, true, false, 3, SPIN, false, FR>("ring: no conversion", sms, dc, ds, wts, scl, img);
+  measure<true, true, false, 3, SPIN, false, FR, 0, 2, PF>("ring: no conversion, full per pair", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 0, 3>("ring, 3 consumer warpgroups: all", sms, dc, ds, wts, scl, img);
+  measure<true, true, true, 3, SPIN, false, FR, 0, 3, PF>("ring, 3 consumer warpgroups: full per pair", sms, dc, ds, wts, scl, img);
+  measure<false, false, true, 3, SPIN, false, NO_PRODUCER>("no ring: conversion", sms, dc, ds, wts, scl, img);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   int sms = 0;
@@ -659,6 +690,10 @@ int main(int argc, char** argv) {
   cudaMemset(wts, 0x35, wbytes);
   cudaMemset(scl, 0x38, sbytes);
   cudaMemset(img, 0x00, ibytes);
+  if (argc > 1 && std::string(argv[1]) == "pairs") {
+    pairs_series(sms, dc, ds, wts, scl, img);
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "drains") {
     drains_series(sms, dc, ds, wts, scl, img);
     return 0;
