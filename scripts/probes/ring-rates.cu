@@ -21,13 +21,14 @@
 // (the raw read still at READ_AT), or only tests it early and waits at READ_AT if need be,
 // or has the producer build each stage's image from raw activations (PRODUCER_IMAGES), or
 // has warpgroup 1 drain at the other stage of each pair (OFFSET_DRAIN), or announces stages
-// in pairs on one `full` barrier each (PAIR_FULL); `run_alternate`
-// runs four consumer warpgroups on alternate stages (640 threads; ptxas serializes its
-// wgmmas, C7512, at the 96 registers that leaves). `./ring-rates` runs the main series,
-// `./ring-rates simple` the SIMPLE, RING and SKEW isolations and the alternate warpgroups,
-// `./ring-rates drains` the drains a stage apart against the same loops draining
-// together, `./ring-rates pairs` a `full` barrier per pair against one per stage. Small source changes move ptxas's schedule of every variant and its rate by
-// several points (docs/perf-notes.md, session 45): compare variants of one build.
+// in pairs on one `full` barrier each (PAIR_FULL); `run_alternate` runs four consumer
+// warpgroups on alternate stages (640 threads; ptxas serializes its wgmmas, C7512, at the
+// 96 registers that leaves). `./ring-rates` runs the main series, `./ring-rates simple` the
+// SIMPLE, RING and SKEW isolations and the alternate warpgroups, `./ring-rates drains` the
+// drains a stage apart against the same loops draining together, `./ring-rates pairs` a
+// `full` barrier per pair against one per stage. Small source changes move ptxas's schedule
+// of every variant and its rate by several points (docs/perf-notes.md, session 45): compare
+// variants of one build.
 // Timing only: the values are never checked. Cycles from clock64 on consumer thread 0
 // from its first stage's `full` to its last drain, median over CTAs; tensor utilisation =
 // 4 x CWG wgmmas x 64 cycles per stage / cycles.
