@@ -337,7 +337,8 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   static_assert(!(SIMPLE & DEEP_RING) || (!WEIGHT_COPIES && !IMAGE_COPIES), "a deep ring only without copies");
   constexpr bool PAIR = SIMPLE & PAIR_FULL;
   static_assert(!PAIR || !(SIMPLE & (ARRIVE_PER_WARP | DEEP_RING | EARLY_WAIT | SPLIT_WAIT | PRODUCER_IMAGES)), "PAIR_FULL alone");
-  // `full`: each producer thread once, thread 0's `expect_tx` (or arrival) once per stage.
+  // `full` takes each producer thread's arrival (PER_WARP: each warp's) and thread 0's
+  // `expect_tx` (or arrival) of each stage: two of those per pair with PAIR_FULL.
   const Ring ring = setup_ring<CWG>(smem_raw, (PAIR ? 2 : 1) + (PER_WARP ? 4 : 128), PER_WARP ? CWG * 4 : CWG * 128, BSLOTS);
   const uint32_t base = ring.base, full0 = ring.full0, empty0 = ring.empty0;
   const int tid = threadIdx.x;
@@ -385,80 +386,80 @@ __global__ void __launch_bounds__((CWG + 1) * 128, 1) run(long long* cycles, flo
   uint32_t ready = 0;
   // DS: the stage of each pair (0 or 1) at whose end this warpgroup drains.
   auto loop = [&](auto drain_stage) {
-  constexpr int DS = decltype(drain_stage)::value;
-  for (int s = 0; s < STAGES; s += 2) {
+    constexpr int DS = decltype(drain_stage)::value;
+    for (int s = 0; s < STAGES; s += 2) {
 #pragma unroll
-    for (int S = 0; S < 2; S++) {
-      const int stage = s + S, slot = stage % SLOTS, bslot = stage % BSLOTS;
-      const uint64_t act = desc(base + (SIMPLE & ONE_SLOT ? 0 : slot) * IMAGE);
-      // This stage's raw data, read during the last one (at its step READ_AT).
+      for (int S = 0; S < 2; S++) {
+        const int stage = s + S, slot = stage % SLOTS, bslot = stage % BSLOTS;
+        const uint64_t act = desc(base + (SIMPLE & ONE_SLOT ? 0 : slot) * IMAGE);
+        // This stage's raw data, read during the last one (at its step READ_AT).
 #pragma unroll
-      for (int i = 0; i < 4; i++) words[i] = next_words[i];
-      const uint32_t sc0 = next_sc[0], sc1 = next_sc[1];
-      uint32_t cur[4] = {words[0], words[1], words[2], words[3]};
-      // H[i] of a row is pair(word i / 4, kind i % 4); step J takes H[2J] and H[2J + 1].
-      auto convert = [&](int J) {
-        const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
-        frags[P][0] = pair<CONVERT>(cur[(2 * J) / 4], (2 * J) % 4, sc0);
-        frags[P][1] = pair<CONVERT>(cur[2 + (2 * J) / 4], (2 * J) % 4, sc1);
-        frags[P][2] = pair<CONVERT>(cur[(2 * J + 1) / 4], (2 * J + 1) % 4, sc0);
-        frags[P][3] = pair<CONVERT>(cur[2 + (2 * J + 1) / 4], (2 * J + 1) % 4, sc1);
-      };
-      if (HOIST) {
-        // The whole stage's fragments first (eight buffers: a pair's stages never share one).
+        for (int i = 0; i < 4; i++) words[i] = next_words[i];
+        const uint32_t sc0 = next_sc[0], sc1 = next_sc[1];
+        uint32_t cur[4] = {words[0], words[1], words[2], words[3]};
+        // H[i] of a row is pair(word i / 4, kind i % 4); step J takes H[2J] and H[2J + 1].
+        auto convert = [&](int J) {
+          const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
+          frags[P][0] = pair<CONVERT>(cur[(2 * J) / 4], (2 * J) % 4, sc0);
+          frags[P][1] = pair<CONVERT>(cur[2 + (2 * J) / 4], (2 * J) % 4, sc1);
+          frags[P][2] = pair<CONVERT>(cur[(2 * J + 1) / 4], (2 * J + 1) % 4, sc0);
+          frags[P][3] = pair<CONVERT>(cur[2 + (2 * J + 1) / 4], (2 * J + 1) % 4, sc1);
+        };
+        if (HOIST) {
+          // The whole stage's fragments first (eight buffers: a pair's stages never share one).
 #pragma unroll
-        for (int J = 0; J < 4; J++) convert(J);
-        fence();
-      }
-#pragma unroll
-      for (int J = 0; J < 4; J++) {
-        const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
-        if (!HOIST) {
-          convert(J);
+          for (int J = 0; J < 4; J++) convert(J);
           fence();
         }
-        mma_rs_n128(d, frags[P], act + 2 * J, SIMPLE & ALWAYS_ACC ? 1 : stage > 0 || J > 0);
-        commit();
-        constexpr int WAIT_AT = SIMPLE & EARLY_WAIT ? 1 : READ_AT;
-        constexpr int TEST_AT = SIMPLE & EARLY_WAIT ? 1 : 2;
-        if ((SIMPLE & SPLIT_WAIT) && J == TEST_AT) {
-          const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          if (RING == FULL_RING) ready = test_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
-        }
-        if ((SIMPLE & SPLIT_WAIT) && J == READ_AT) {
-          const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          if (RING == FULL_RING && !ready) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
-        }
-        if (!(SIMPLE & SPLIT_WAIT) && J == WAIT_AT) {
-          const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          if (RING == FULL_RING && !PAIR) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
-          // PAIR: the next pair's barrier before its first stage (S = 1: the next stage is even).
-          constexpr int PAIRS = BSLOTS / 2;
-          if (RING == FULL_RING && PAIR && S == 1 && next != stage) bar_wait(full0 + 8 * ((next / 2) % PAIRS), ((next / 2) / PAIRS) & 1);
-          if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
-        }
-        if (J == READ_AT) {
-          const int next = stage + 1 < STAGES ? stage + 1 : stage;
-          read(next % SLOTS);
 #pragma unroll
-          for (int i = 0; i < 4; i++) next_words[i] = words[i];
-          next_sc[0] = sc[0], next_sc[1] = sc[1];
-        }
-        if (J < 3) {
-          wait<3>();
-          if (S == DS && J == 2 && stage > 0 && (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS)) release(held);
-        } else {
-          if (S == DS) {
-            wait<0>();
-            if (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS) release(bslot);
-          } else {
+        for (int J = 0; J < 4; J++) {
+          const int P = HOIST ? S * 4 + J : (S * 4 + J) % 4;
+          if (!HOIST) {
+            convert(J);
+            fence();
+          }
+          mma_rs_n128(d, frags[P], act + 2 * J, SIMPLE & ALWAYS_ACC ? 1 : stage > 0 || J > 0);
+          commit();
+          constexpr int WAIT_AT = SIMPLE & EARLY_WAIT ? 1 : READ_AT;
+          constexpr int TEST_AT = SIMPLE & EARLY_WAIT ? 1 : 2;
+          if ((SIMPLE & SPLIT_WAIT) && J == TEST_AT) {
+            const int next = stage + 1 < STAGES ? stage + 1 : stage;
+            if (RING == FULL_RING) ready = test_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+          }
+          if ((SIMPLE & SPLIT_WAIT) && J == READ_AT) {
+            const int next = stage + 1 < STAGES ? stage + 1 : stage;
+            if (RING == FULL_RING && !ready) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+          }
+          if (!(SIMPLE & SPLIT_WAIT) && J == WAIT_AT) {
+            const int next = stage + 1 < STAGES ? stage + 1 : stage;
+            if (RING == FULL_RING && !PAIR) bar_wait(full0 + 8 * (next % BSLOTS), (next / BSLOTS) & 1);
+            // PAIR: the next pair's barrier before its first stage (S = 1: the next stage is even).
+            constexpr int PAIRS = BSLOTS / 2;
+            if (RING == FULL_RING && PAIR && S == 1 && next != stage) bar_wait(full0 + 8 * ((next / 2) % PAIRS), ((next / 2) / PAIRS) & 1);
+            if (RING == CONSUMER_BARRIERS || RING == CONSUMER_WAITS) bar_wait(full0 + 8 * (next % BSLOTS), 1);
+          }
+          if (J == READ_AT) {
+            const int next = stage + 1 < STAGES ? stage + 1 : stage;
+            read(next % SLOTS);
+#pragma unroll
+            for (int i = 0; i < 4; i++) next_words[i] = words[i];
+            next_sc[0] = sc[0], next_sc[1] = sc[1];
+          }
+          if (J < 3) {
             wait<3>();
-            held = bslot;
+            if (S == DS && J == 2 && stage > 0 && (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS)) release(held);
+          } else {
+            if (S == DS) {
+              wait<0>();
+              if (RING == FULL_RING || RING == CONSUMER_BARRIERS || RING == CONSUMER_ARRIVALS) release(bslot);
+            } else {
+              wait<3>();
+              held = bslot;
+            }
           }
         }
       }
     }
-  }
   };
   if ((SIMPLE & OFFSET_DRAIN) && c == 1)
     loop(std::integral_constant<int, 0>{});
