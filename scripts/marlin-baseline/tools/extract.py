@@ -18,9 +18,13 @@ marlin_cu, repack_cu, outdir = sys.argv[1:4]
 TAG = "[marlin-bench]"
 
 
+#: The line closing the marlin namespace (`}  // namespace marlin`).
+NS_CLOSE = re.compile(r"^\}\s*//\s*namespace\s+marlin[^\n]*", re.M)
+
+
 def close_of_ns(text, start):
     """Index just past the closing-namespace comment line after `start`."""
-    m = re.compile(r"^\}\s*//\s*namespace\s+marlin[^\n]*", re.M).search(text, start)
+    m = NS_CLOSE.search(text, start)
     assert m, "end of marlin namespace not found"
     return m.end()
 
@@ -35,8 +39,7 @@ src = "\n".join(("// %s dropped: %s" % (TAG, l)) if torch_inc.match(l) else l
 defs = list(re.finditer(r"^\S[^\n;]*\bmarlin_gemm\s*\(", src, re.M))
 assert defs, "torch wrapper definition not found"
 wrapper = defs[-1].start()
-closes = [c for c in re.finditer(r"^\}\s*//\s*namespace\s+marlin[^\n]*", src, re.M)
-          if c.end() <= wrapper]
+closes = [c for c in NS_CLOSE.finditer(src) if c.end() <= wrapper]
 assert closes, "unexpected layout of marlin.cu"
 cut = closes[-1].end()
 src = src[:cut] + "\n\n#endif  // " + TAG + " re-closes the branch that was cut\n"
